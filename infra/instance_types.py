@@ -1,0 +1,54 @@
+"""The EC2 instance types the node groups may use, with the facts the platform needs about them.
+
+GPU counts and architectures are those of Cluster Autoscaler's static AWS table
+(cloudprovider/aws/ec2_instance_types.go); prices are AWS's us-east-1 Linux
+on-demand rates as published by the AWS Pricing API (used for the README's
+cost table only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    vcpus: int
+    memory_gib: int
+    gpus: int
+    usd_per_hour: float
+
+
+# Arm (Graviton2) + NVIDIA T4G: the only Arm GPU family the AL2023_ARM_64_NVIDIA AMI
+# runs on that can be bought on demand. p6e-gb200 (Grace + Blackwell) is left out:
+# it is sold only as UltraServers through Capacity Blocks and needs DRA, not the
+# device plugin.
+ARM_NVIDIA: dict[str, InstanceType] = {
+    t.name: t
+    for t in (
+        InstanceType("g5g.xlarge", 4, 8, 1, 0.420),
+        InstanceType("g5g.2xlarge", 8, 16, 1, 0.556),
+        InstanceType("g5g.4xlarge", 16, 32, 1, 0.828),
+        InstanceType("g5g.8xlarge", 32, 64, 1, 1.372),
+        InstanceType("g5g.16xlarge", 64, 128, 2, 2.744),
+        InstanceType("g5g.metal", 64, 128, 2, 2.744),
+    )
+}
+
+# Graviton general-purpose types for the untainted system node group (CoreDNS,
+# the autoscaler, controllers): small, cheap, Arm like the GPU nodes.
+ARM_SYSTEM: dict[str, InstanceType] = {
+    t.name: t
+    for t in (
+        InstanceType("t4g.medium", 2, 4, 0, 0.0336),
+        InstanceType("t4g.large", 2, 8, 0, 0.0672),
+        InstanceType("t4g.xlarge", 4, 16, 0, 0.1344),
+        InstanceType("m7g.large", 2, 8, 0, 0.0816),
+        InstanceType("m7g.xlarge", 4, 16, 0, 0.1632),
+        InstanceType("m8g.large", 2, 8, 0, 0.08976),
+        InstanceType("c7g.large", 2, 4, 0, 0.0725),
+    )
+}
+
+PRICES_SOURCE = "AWS Pricing API, us-east-1, Linux on-demand, as of 2026-07-20"

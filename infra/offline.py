@@ -1,0 +1,235 @@
+"""Run a Pulumi program on Pulumi's own mock engine and record what it would ask for.
+
+This is the offline half of ``pulumi preview``: every resource registration
+with its parent, provider and exact inputs (as the provider would receive them),
+and the stack outputs. The unit tests and ``python -m infra.preview`` both use
+it. Values a cloud would compute (ARNs, IDs) come back as ``computed(...)``
+placeholders, which is all a preview can know of them too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+
+
+def computed(resource: str, prop: str) -> str:
+    """A value only AWS can tell, shown the way a preview shows it."""
+    return f"computed({resource}.{prop})"
+
+
+def _arn(service: str, kind: str, name: str) -> str:
+    return f"arn:aws:{service}:us-west-2:123456789012:{kind}/{name}"
+
+
+# Outputs the cloud adds to a resource beyond its inputs, by type token: what the
+# program reads back from resources it declared.
+def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    if typ == "eks:index:Cluster":
+        cluster_name = inputs.get("name", name)
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": cluster_name, "cluster": {"server": computed(name, "endpoint")}}],
+            "contexts": [{"name": "aws", "context": {"cluster": cluster_name, "user": "aws"}}],
+            "current-context": "aws",
+            "users": [
+                {
+                    "name": "aws",
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "aws",
+                            "args": ["eks", "get-token", "--cluster-name", cluster_name],
+                        }
+                    },
+                }
+            ],
+        }
+        return {"kubeconfig": kubeconfig, "kubeconfigJson": json.dumps(kubeconfig)}
+    if typ == "awsx:ec2:Vpc":
+        azs = 3
+        return {
+            "vpcId": computed(name, "vpcId"),
+            "privateSubnetIds": [computed(name, f"privateSubnetIds[{i}]") for i in range(azs)],
+            "publicSubnetIds": [computed(name, f"publicSubnetIds[{i}]") for i in range(azs)],
+        }
+    if typ == "aws:eks/nodeGroup:NodeGroup":
+        return {
+            "arn": _arn("eks", "nodegroup", name),
+            "resources": [{"autoscalingGroups": [{"name": computed(name, "autoscalingGroupName")}]}],
+        }
+    if typ == "aws:iam/role:Role":
+        return {"arn": _arn("iam", "role", inputs.get("name", name)), "name": inputs.get("name", name)}
+    if typ == "aws:iam/policy:Policy":
+        return {"arn": _arn("iam", "policy", inputs.get("name", name))}
+    if typ == "aws:kms/key:Key":
+        return {"arn": _arn("kms", "key", name), "keyId": computed(name, "keyId")}
+    if typ == "aws:ec2/launchTemplate:LaunchTemplate":
+        return {"latestVersion": 1, "name": inputs.get("name", name)}
+    if typ == "kubernetes:core/v1:Namespace":
+        return {"metadata": {**inputs.get("metadata", {}), "name": inputs.get("metadata", {}).get("name", name)}}
+    if typ.startswith("kubernetes:") and typ != "kubernetes:helm.sh/v3:Release":
+        metadata = dict(inputs.get("metadata") or {})
+        metadata.setdefault("name", name)
+        return {"metadata": metadata}
+    if typ == "kubernetes:helm.sh/v3:Release":
+        return {"status": {"name": inputs.get("name", name), "namespace": inputs.get("namespace", "default")}}
+    return {}
+
+
+def _call(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    if token == "aws:index/getCallerIdentity:getCallerIdentity":
+        return {"accountId": "123456789012", "arn": _arn("iam", "user", "preview"), "userId": "preview"}
+    if token == "aws:index/getRegion:getRegion":
+        return {"name": "us-west-2", "region": "us-west-2"}
+    if token == "aws:index/getPartition:getPartition":
+        return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
+    return {}
+
+
+@dataclass
+class Registration:
+    """One resource the program declared, as the engine received it."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    provider: str
+    protect: bool
+    inputs: dict[str, Any]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Run:
+    """What one program run declared."""
+
+    resources: list[Registration]
+    stack_outputs: dict[str, Any]
+
+    def of_type(self, typ: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == typ]
+
+    def one(self, typ: str, name: str | None = None) -> Registration:
+        found = [r for r in self.of_type(typ) if name is None or r.name == name]
+        if len(found) != 1:
+            names = [r.name for r in self.of_type(typ)]
+            raise LookupError(f"expected one {typ} named {name!r}, found {len(found)} among {names}")
+        return found[0]
+
+    def children_of(self, parent: Registration) -> list[Registration]:
+        return [r for r in self.resources if r.parent == parent.urn]
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.outputs: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        state = {**args.inputs, **_computed_outputs(args.typ, args.name, args.inputs)}
+        self.outputs[(args.typ, args.name)] = state
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        return _call(args.token, args.args)
+
+
+class _Monitor(pulumi_mocks.MockMonitor):
+    """The SDK's mock monitor, keeping what it otherwise throws away: parents, providers, protect."""
+
+    def __init__(self, mocks: _Mocks) -> None:
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        self.registrations.append(
+            Registration(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=bool(request.custom),
+                provider=request.provider,
+                protect=bool(request.protect),
+                inputs=_numbers(rpc.deserialize_properties(request.object)),
+            )
+        )
+        return response
+
+
+def run_program(
+    program: Callable[[], Any],
+    *,
+    project: str = "project",
+    stack: str = "stack",
+    config: Mapping[str, Any] | None = None,
+    preview: bool = False,
+) -> Run:
+    """Run ``program`` (a function declaring resources) and return every registration.
+
+    ``config`` maps ``namespace:key`` to values, as ``Pulumi.<stack>.yaml`` does;
+    non-string values are passed as JSON, the way the CLI passes objects.
+    """
+    mocks = _Mocks()
+    monitor = _Monitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    pulumi.runtime.set_all_config(
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()}
+    )
+
+    stack_outputs: dict[str, Any] = {}
+
+    async def _collect_exports() -> None:
+        # pulumi.export() keeps outputs on the root Stack; the mock engine never
+        # registers them, so resolve them here, secrets marked as such.
+        root = pulumi.runtime.get_root_resource()
+        for key, value in dict(getattr(root, "outputs", {}) or {}).items():
+            output = pulumi.Output.from_input(value)
+            resolved = await output.future(with_unknowns=True)
+            secret = await output.is_secret()
+            stack_outputs[key] = Secret(resolved) if secret else resolved
+
+    @pulumi.runtime.test
+    def _run() -> Any:
+        program()
+        return asyncio.ensure_future(_collect_exports())
+
+    _run()
+    for registration in monitor.registrations:
+        registration.outputs = _numbers(mocks.outputs.get((registration.type, registration.name), {}))
+    return Run(resources=monitor.registrations, stack_outputs=_numbers(stack_outputs))
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A stack output the engine would keep encrypted; shown masked by the preview."""
+
+    value: Any
+
+    def __repr__(self) -> str:
+        return "[secret]"
+
+
+def _numbers(value: Any) -> Any:
+    """Whole numbers as ints: the engine's wire format has only floats, JSON (and Kubernetes) has both."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    return value

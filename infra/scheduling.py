@@ -1,0 +1,172 @@
+"""Could a pod land on a node? The scheduler's filters that decide GPU placement, in pure Python.
+
+Implements what kube-scheduler checks for placement (TaintToleration,
+NodeAffinity incl. nodeSelector, NodeResourcesFit for extended resources) the
+way the Kubernetes docs define them, so tests, the offline preview and the
+autoscaler checks can show where a pod template would go without a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE
+
+REPELLING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node as the scheduler sees it: labels, taints (Kubernetes spelling), allocatable."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: Sequence[Mapping[str, str]] = ()
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_node_group(
+        cls,
+        name: str,
+        *,
+        labels: Mapping[str, str],
+        eks_taints: Sequence[Mapping[str, str]] = (),
+        instance_type: str,
+        arch: str,
+        gpus: int = 0,
+    ) -> Node:
+        """The node a managed node group brings up: its labels plus the ones EKS and kubelet add."""
+        taints = [
+            {"key": t["key"], "value": t.get("value", ""), "effect": EKS_TO_K8S_EFFECT[t["effect"]]}
+            for t in eks_taints
+        ]
+        all_labels = {
+            "kubernetes.io/arch": arch,
+            "kubernetes.io/os": "linux",
+            "node.kubernetes.io/instance-type": instance_type,
+            "eks.amazonaws.com/nodegroup": name,
+            **labels,
+        }
+        allocatable = {GPU_RESOURCE: gpus} if gpus else {}
+        return cls(name=name, labels=all_labels, taints=tuple(taints), allocatable=allocatable)
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
+    """Kubernetes' ToleratesTaint: key, effect and (for Equal) value must match."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    key = toleration.get("key") or ""
+    if not key:
+        return operator == "Exists"  # empty key + Exists tolerates everything
+    if key != taint.get("key"):
+        return False
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def untolerated_taints(pod_spec: Mapping[str, Any], node: Node) -> list[Mapping[str, str]]:
+    tolerations = pod_spec.get("tolerations") or []
+    return [
+        taint
+        for taint in node.taints
+        if taint.get("effect") in REPELLING_EFFECTS and not any(tolerates(t, taint) for t in tolerations)
+    ]
+
+
+def match_expression(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """One NodeSelectorRequirement against a node's labels."""
+    key, operator = expression["key"], expression["operator"]
+    values = list(expression.get("values") or [])
+    present = key in labels
+    if operator == "In":
+        return present and labels[key] in values
+    if operator == "NotIn":
+        return not present or labels[key] not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt"):
+        try:
+            node_value, bound = int(labels[key]), int(values[0])
+        except (KeyError, IndexError, ValueError):
+            return False
+        return node_value > bound if operator == "Gt" else node_value < bound
+    raise ValueError(f"unknown node selector operator {operator!r}")
+
+
+def expression_rejects_label(expression: Mapping[str, Any], key: str, value: str) -> bool:
+    """True if ``expression`` is about ``key`` and fails for every node labelled ``key=value``."""
+    if expression.get("key") != key:
+        return False
+    return not match_expression(expression, {key: value})
+
+
+def _term_matches(term: Mapping[str, Any], node: Node) -> bool:
+    expressions = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not expressions and not fields:
+        return False  # an empty term matches no objects
+    return all(match_expression(e, node.labels) for e in expressions) and all(
+        match_expression(f, {"metadata.name": node.name}) for f in fields
+    )
+
+
+def matches_node_selector(pod_spec: Mapping[str, Any], node: Node) -> bool:
+    selector = pod_spec.get("nodeSelector") or {}
+    return all(node.labels.get(k) == v for k, v in selector.items())
+
+
+def matches_required_affinity(pod_spec: Mapping[str, Any], node: Node) -> bool:
+    """Terms are ORed, expressions within a term ANDed; no affinity matches every node."""
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not required:
+        return True
+    return any(_term_matches(term, node) for term in required.get("nodeSelectorTerms") or [])
+
+
+def gpu_limit(pod_spec: Mapping[str, Any]) -> int:
+    """GPUs the pod needs: the sum over containers (init containers run one at a time)."""
+    total = 0
+    for container in pod_spec.get("containers") or []:
+        limits = (container.get("resources") or {}).get("limits") or {}
+        total += int(limits.get(GPU_RESOURCE, 0))
+    init = [
+        int(((c.get("resources") or {}).get("limits") or {}).get(GPU_RESOURCE, 0))
+        for c in pod_spec.get("initContainers") or []
+    ]
+    return max([total, *init])
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a pod fits a node, and if not, every reason the scheduler would give."""
+
+    fits: bool
+    reasons: tuple[str, ...] = ()
+
+
+def fits(pod_spec: Mapping[str, Any], node: Node) -> Verdict:
+    reasons: list[str] = []
+    for taint in untolerated_taints(pod_spec, node):
+        reasons.append(f"untolerated taint {taint['key']}={taint.get('value', '')}:{taint['effect']}")
+    if not matches_node_selector(pod_spec, node):
+        reasons.append("nodeSelector does not match the node's labels")
+    if not matches_required_affinity(pod_spec, node):
+        reasons.append("required node affinity does not match the node's labels")
+    needed = gpu_limit(pod_spec)
+    if needed > node.allocatable.get(GPU_RESOURCE, 0):
+        reasons.append(f"needs {needed} {GPU_RESOURCE}, node has {node.allocatable.get(GPU_RESOURCE, 0)}")
+    return Verdict(fits=not reasons, reasons=tuple(reasons))
+
+
+def placeable_on(pod_spec: Mapping[str, Any], nodes: Sequence[Node]) -> list[str]:
+    """Names of the nodes the pod fits, in the order given."""
+    return [node.name for node in nodes if fits(pod_spec, node).fits]

@@ -1,0 +1,79 @@
+"""Turn Pulumi inputs (typed Args, snake_case or camelCase dicts) into Kubernetes' own form.
+
+``GpuDeployment`` accepts what ``kubernetes.apps.v1.Deployment`` accepts. To merge
+the contract into it, the spec has to be read in one form: the camelCase dicts
+the provider sends to Kubernetes. The naming rules are the Pulumi SDK's own
+(``pulumi._types``, the same tables its serializer uses), so user map keys
+(labels, nodeSelector) are never renamed, exactly as in ``pulumi up``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections import abc
+from typing import Any
+
+import pulumi
+from pulumi import _types
+
+
+def _element_type(typ: Any) -> Any:
+    typ = _types.unwrap_type(typ) if typ is not None else None
+    args = typing.get_args(typ)
+    return _types.unwrap_type(args[0]) if args else None
+
+
+def _map_value_type(typ: Any) -> Any:
+    typ = _types.unwrap_type(typ) if typ is not None else None
+    args = typing.get_args(typ)
+    return _types.unwrap_type(args[1]) if len(args) == 2 else None
+
+
+def has_outputs(value: Any) -> bool:
+    """True if any part of ``value`` is a Pulumi Output or awaitable."""
+    if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
+        return True
+    if _types.is_input_type(type(value)):
+        value = _types.input_type_to_dict(value)
+    if isinstance(value, abc.Mapping):
+        return any(has_outputs(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(has_outputs(v) for v in value)
+    return False
+
+
+def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
+    """``value`` in Kubernetes' camelCase form, typed by the Args class ``typ``.
+
+    Outputs become ``unknown`` (e.g. ``infra.podspec.UNKNOWN``) when given, so a
+    spec can be checked before the engine resolves it; without it they are an error.
+    ``None`` entries are dropped, as the Pulumi SDK drops them before the engine.
+    """
+    if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
+        if unknown is None:
+            raise TypeError("to_wire: unresolved Output; resolve it first (Output.from_input(...).apply)")
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited here; the engine awaits its own copy
+        return unknown
+    typ = _types.unwrap_type(typ) if typ is not None else None
+    if _types.is_input_type(type(value)):
+        typ = type(value)
+        value = _types.input_type_to_dict(value)
+    if isinstance(value, abc.Mapping):
+        if typ is not None and _types.is_input_type(typ):
+            names = _types.input_type_py_to_pulumi_names(typ)
+            types = _types.input_type_types(typ)
+            result = {}
+            for key, item in value.items():
+                if item is None:
+                    continue
+                name = names.get(key) or key
+                result[name] = to_wire(item, types.get(name), unknown=unknown)
+            return result
+        item_type = _map_value_type(typ)
+        return {k: to_wire(v, item_type, unknown=unknown) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        item_type = _element_type(typ)
+        return [to_wire(v, item_type, unknown=unknown) for v in value]
+    return value
