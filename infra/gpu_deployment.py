@@ -80,15 +80,15 @@ class GpuDeployment(pulumi.ComponentResource):
             except TypeError as error:
                 raise TypeError(f"GpuDeployment({resource_name!r}): {error}") from None
         placement_is_output = isinstance(args.placement, pulumi.Output)
-        if args.gpus is not None:
-            check_gpus(args.gpus)
         eager_spec = self._eager_check(resource_name, args, placement_is_output)
 
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
         placement_input = args.placement if placement_is_output else _placement(args.placement).to_dict()
-        spec = pulumi.Output.all(pulumi.Output.from_input(args.spec), pulumi.Output.from_input(placement_input)).apply(
+        spec = pulumi.Output.all(
+            pulumi.Output.from_input(args.spec), pulumi.Output.from_input(placement_input)
+        ).apply(
             lambda both: place_deployment_spec(
                 to_wire(both[0], k8s.apps.v1.DeploymentSpecArgs),
                 _placement(both[1]),
@@ -114,9 +114,13 @@ class GpuDeployment(pulumi.ComponentResource):
         self.register_outputs({"name": self.name, "namespace": self.namespace})
 
     @staticmethod
-    def _eager_check(resource_name: str, args: GpuDeploymentArgs, placement_is_output: bool) -> dict[str, Any]:
+    def _eager_check(
+        resource_name: str, args: GpuDeploymentArgs, placement_is_output: bool
+    ) -> dict[str, Any]:
         """Run every check that known values allow, before anything is declared."""
         try:
+            if args.gpus is not None:
+                check_gpus(args.gpus)
             placement = _UNRESOLVED_PLACEMENT if placement_is_output else _placement(args.placement)
             spec = to_wire(args.spec, k8s.apps.v1.DeploymentSpecArgs, unknown=UNKNOWN)
             if not known(spec):
@@ -132,4 +136,4 @@ class GpuDeployment(pulumi.ComponentResource):
             raise type(error)(f"GpuDeployment({resource_name!r}): {error}") from None
 
 
-__all__ = ["GpuDeployment", "GpuDeploymentArgs", "TYPE_TOKEN", "has_outputs"]
+__all__ = ["TYPE_TOKEN", "GpuDeployment", "GpuDeploymentArgs", "has_outputs"]

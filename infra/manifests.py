@@ -20,7 +20,9 @@ class ManifestError(ValueError):
 
 def is_manifest_type(typ: str) -> bool:
     """Kubernetes API objects (not providers, Helm releases or other packages)."""
-    return typ.startswith("kubernetes:") and typ != HELM_RELEASE_TYPE and not typ.startswith("pulumi:providers")
+    return (
+        typ.startswith("kubernetes:") and typ != HELM_RELEASE_TYPE and not typ.startswith("pulumi:providers")
+    )
 
 
 def manifest_of(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,4 +49,6 @@ def validate_manifest(manifest: Mapping[str, Any], kubernetes_version: str) -> N
             f"{ref} is not valid for Kubernetes {kubernetes_version}: {path}: {error.message}"
         ) from None
     except (kubernetes_validate.SchemaNotFoundError, VersionNotSupportedError) as error:
-        raise ManifestError(f"{ref}: no Kubernetes {kubernetes_version} schema to check it against: {error}") from None
+        raise ManifestError(
+            f"{ref}: no Kubernetes {kubernetes_version} schema to check it against: {error}"
+        ) from None

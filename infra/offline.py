@@ -13,6 +13,7 @@ import asyncio
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -27,6 +28,16 @@ def computed(resource: str, prop: str) -> str:
 
 def _arn(service: str, kind: str, name: str) -> str:
     return f"arn:aws:{service}:us-west-2:123456789012:{kind}/{name}"
+
+
+def platform_outputs(stack: str) -> dict[str, Any]:
+    """What a platform stack exports (see ``infra.platform``), as a consumer reads it back."""
+    from infra.placement import DEFAULT_PLACEMENT
+
+    return {
+        "kubeconfig": computed(stack, "kubeconfig"),
+        "placement": DEFAULT_PLACEMENT.to_dict(),
+    }
 
 
 # Outputs the cloud adds to a resource beyond its inputs, by type token: what the
@@ -54,6 +65,8 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
             ],
         }
         return {"kubeconfig": kubeconfig, "kubeconfigJson": json.dumps(kubeconfig)}
+    if typ == "pulumi:pulumi:StackReference":
+        return {"outputs": platform_outputs(inputs.get("name", name))}
     if typ == "awsx:ec2:Vpc":
         azs = 3
         return {
@@ -75,7 +88,9 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
     if typ == "aws:ec2/launchTemplate:LaunchTemplate":
         return {"latestVersion": 1, "name": inputs.get("name", name)}
     if typ == "kubernetes:core/v1:Namespace":
-        return {"metadata": {**inputs.get("metadata", {}), "name": inputs.get("metadata", {}).get("name", name)}}
+        return {
+            "metadata": {**inputs.get("metadata", {}), "name": inputs.get("metadata", {}).get("name", name)}
+        }
     if typ.startswith("kubernetes:") and typ != "kubernetes:helm.sh/v3:Release":
         metadata = dict(inputs.get("metadata") or {})
         metadata.setdefault("name", name)
@@ -151,8 +166,7 @@ class _Monitor(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.registrations: list[Registration] = []
 
-
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+    def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
             return response
@@ -233,3 +247,49 @@ def _numbers(value: Any) -> Any:
     if isinstance(value, list):
         return [_numbers(v) for v in value]
     return value
+
+
+class ProjectError(ValueError):
+    """A Pulumi project or stack file that cannot be read."""
+
+
+def load_project(project_dir: str | Path, stack: str) -> tuple[str, dict[str, Any]]:
+    """The project name and the stack's config (``Pulumi.<stack>.yaml``), as the CLI would pass them."""
+    import yaml
+
+    directory = Path(project_dir)
+    project_file = directory / "Pulumi.yaml"
+    if not project_file.is_file():
+        raise ProjectError(f"{directory} is not a Pulumi project: no Pulumi.yaml")
+    project = yaml.safe_load(project_file.read_text())["name"]
+    stack_file = directory / f"Pulumi.{stack}.yaml"
+    if not stack_file.is_file():
+        raise ProjectError(f"no stack {stack!r} in {directory}: {stack_file.name} is missing")
+    raw = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
+    config: dict[str, Any] = {}
+    for key, value in raw.items():
+        full = key if ":" in key else f"{project}:{key}"
+        if isinstance(value, dict) and "secure" in value:
+            value = "[secret]"  # encrypted with the stack's key; only the CLI can read it
+        config[full] = value if isinstance(value, str) else json.dumps(value)
+    return project, config
+
+
+def run_project(project_dir: str | Path, stack: str, *, preview: bool = True) -> Run:
+    """Run a project's ``__main__.py`` with its stack config, as ``pulumi preview`` would."""
+    import runpy
+    import sys
+
+    directory = Path(project_dir).resolve()
+    project, config = load_project(directory, stack)
+    sys.path.insert(0, str(directory))
+    try:
+        return run_program(
+            lambda: runpy.run_path(str(directory / "__main__.py"), run_name="__main__"),
+            project=project,
+            stack=stack,
+            config=config,
+            preview=preview,
+        )
+    finally:
+        sys.path.remove(str(directory))

@@ -145,9 +145,7 @@ class Placement:
             raise PlacementError(f"placement must be a mapping with 'key' and 'value', got {data!r}")
         unknown = set(data) - {"key", "value"}
         if unknown:
-            raise PlacementError(
-                f"placement has unknown field(s) {sorted(unknown)}; allowed: 'key', 'value'"
-            )
+            raise PlacementError(f"placement has unknown field(s) {sorted(unknown)}; allowed: 'key', 'value'")
         return cls(key=data.get("key", cls.key), value=data.get("value", cls.value))
 
 

@@ -160,7 +160,8 @@ def _check_affinity(pod: Mapping[str, Any], placement: Placement) -> None:
     for term in terms:
         expressions = term.get("matchExpressions") if isinstance(term, Mapping) else UNKNOWN
         if not known(expressions) or not any(
-            known(e) and expression_rejects_label(e, placement.key, placement.value) for e in expressions or []
+            known(e) and expression_rejects_label(e, placement.key, placement.value)
+            for e in expressions or []
         ):
             return  # this term may still match a GPU node
     raise PodSpecError(
@@ -180,7 +181,11 @@ def _container_gpus(container: dict[str, Any], where: str) -> int | Any | None:
     if not known(limits) or not known(requests):
         return UNKNOWN
     limits, requests = dict(limits or {}), dict(requests or {})
-    limit = _quantity(limits[GPU_RESOURCE], f"{where}.resources.limits[{GPU_RESOURCE!r}]") if GPU_RESOURCE in limits else None
+    limit = (
+        _quantity(limits[GPU_RESOURCE], f"{where}.resources.limits[{GPU_RESOURCE!r}]")
+        if GPU_RESOURCE in limits
+        else None
+    )
     request = (
         _quantity(requests[GPU_RESOURCE], f"{where}.resources.requests[{GPU_RESOURCE!r}]")
         if GPU_RESOURCE in requests
@@ -214,7 +219,9 @@ def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> None:
     for index, container in enumerate(containers):
         if not isinstance(container, dict):
             if known(container):
-                raise PodSpecError(f"{where}.containers[{index}] must be a container object, got {container!r}")
+                raise PodSpecError(
+                    f"{where}.containers[{index}] must be a container object, got {container!r}"
+                )
             declared.append(UNKNOWN)
             continue
         count = _container_gpus(container, f"{where}.containers[{index}]")

@@ -10,7 +10,7 @@ from infra.placement import DEFAULT_PLACEMENT, EKS_TO_K8S_EFFECT, Placement, Pla
 
 
 def test_default_contract_is_the_blog_posts_gpu_true() -> None:
-    assert DEFAULT_PLACEMENT == Placement(key="GPU", value="true")
+    assert Placement(key="GPU", value="true") == DEFAULT_PLACEMENT
 
 
 def test_eks_taint_uses_the_eks_api_spelling() -> None:
@@ -39,8 +39,12 @@ def test_labels_and_selector_are_strings_not_booleans() -> None:
 
 
 def test_node_affinity_requires_the_label() -> None:
-    terms = DEFAULT_PLACEMENT.node_affinity()["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert terms == {"nodeSelectorTerms": [{"matchExpressions": [{"key": "GPU", "operator": "In", "values": ["true"]}]}]}
+    terms = DEFAULT_PLACEMENT.node_affinity()["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert terms == {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "GPU", "operator": "In", "values": ["true"]}]}]
+    }
 
 
 def test_custom_key_and_value_flow_into_every_form() -> None:

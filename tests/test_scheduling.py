@@ -1,0 +1,95 @@
+"""The scheduler's placement filters, as Kubernetes defines them."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.placement import DEFAULT_PLACEMENT
+from infra.podspec import place_pod_spec
+from infra.scheduling import Node, fits, match_expression, placeable_on, tolerates
+
+GPU_NODE = Node.from_node_group(
+    "gpu",
+    labels=DEFAULT_PLACEMENT.node_labels(),
+    eks_taints=[DEFAULT_PLACEMENT.eks_taint()],
+    instance_type="g5g.xlarge",
+    arch="arm64",
+    gpus=1,
+)
+SYSTEM_NODE = Node.from_node_group("system", labels={}, instance_type="t4g.large", arch="arm64")
+NODES = [GPU_NODE, SYSTEM_NODE]
+
+
+def test_node_group_taint_is_seen_in_kubernetes_spelling() -> None:
+    assert GPU_NODE.taints == ({"key": "GPU", "value": "true", "effect": "NoSchedule"},)
+
+
+@pytest.mark.parametrize(
+    ("toleration", "expected"),
+    [
+        ({"key": "GPU", "operator": "Equal", "value": "true", "effect": "NoSchedule"}, True),
+        ({"key": "GPU", "value": "true"}, True),  # empty effect matches all, operator defaults to Equal
+        ({"key": "GPU", "operator": "Exists"}, True),
+        ({"operator": "Exists"}, True),
+        ({"key": "GPU", "operator": "Equal", "value": "false", "effect": "NoSchedule"}, False),
+        ({"key": "GPU", "operator": "Equal", "value": "true", "effect": "NoExecute"}, False),
+        ({"key": "nvidia.com/gpu", "operator": "Exists"}, False),
+    ],
+)
+def test_toleration_matching(toleration: dict, expected: bool) -> None:
+    assert tolerates(toleration, GPU_NODE.taints[0]) is expected
+
+
+def test_a_plain_pod_lands_only_on_system_nodes() -> None:
+    assert placeable_on({"containers": [{"name": "web"}]}, NODES) == ["system"]
+    assert fits({"containers": [{"name": "web"}]}, GPU_NODE).reasons == (
+        "untolerated taint GPU=true:NoSchedule",
+    )
+
+
+def test_a_toleration_alone_does_not_keep_a_pod_off_system_nodes() -> None:
+    pod = {"containers": [{"name": "m"}], "tolerations": [DEFAULT_PLACEMENT.toleration()]}
+    assert placeable_on(pod, NODES) == ["gpu", "system"]
+
+
+def test_a_placed_pod_lands_only_on_gpu_nodes() -> None:
+    assert placeable_on(place_pod_spec({"containers": [{"name": "m"}]}), NODES) == ["gpu"]
+
+
+def test_a_pod_asking_more_gpus_than_the_node_has_does_not_fit() -> None:
+    verdict = fits(place_pod_spec({"containers": [{"name": "m"}]}, gpus=2), GPU_NODE)
+    assert verdict.reasons == ("needs 2 nvidia.com/gpu, node has 1",)
+
+
+def test_nodeselector_and_required_affinity_must_both_match() -> None:
+    pod = place_pod_spec({"containers": [{"name": "m"}]})
+    pod["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+    assert fits(pod, GPU_NODE).reasons == ("required node affinity does not match the node's labels",)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ({"key": "a", "operator": "In", "values": ["1"]}, True),
+        ({"key": "a", "operator": "NotIn", "values": ["1"]}, False),
+        ({"key": "b", "operator": "NotIn", "values": ["1"]}, True),
+        ({"key": "a", "operator": "Exists"}, True),
+        ({"key": "a", "operator": "DoesNotExist"}, False),
+        ({"key": "a", "operator": "Gt", "values": ["0"]}, True),
+        ({"key": "a", "operator": "Lt", "values": ["1"]}, False),
+    ],
+)
+def test_match_expression_operators(expression: dict, expected: bool) -> None:
+    assert match_expression(expression, {"a": "1"}) is expected

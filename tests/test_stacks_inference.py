@@ -1,0 +1,52 @@
+"""stacks/inference: a consumer stack importing GpuDeployment, run with its dev config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from infra.manifests import is_manifest_type, manifest_of, validate_manifest
+from infra.offline import run_project
+from infra.placement import DEFAULT_PLACEMENT
+from infra.scheduling import Node, placeable_on
+from tests.conftest import KUBERNETES_VERSION
+
+PROJECT = Path(__file__).resolve().parents[1] / "stacks" / "inference"
+
+
+def test_inference_pods_land_on_gpu_nodes_only() -> None:
+    result = run_project(PROJECT, "dev")
+    deployment = result.one("kubernetes:apps/v1:Deployment", "triton")
+    pod = deployment.inputs["spec"]["template"]["spec"]
+    nodes = [
+        Node.from_node_group(
+            "gpu",
+            labels=DEFAULT_PLACEMENT.node_labels(),
+            eks_taints=[DEFAULT_PLACEMENT.eks_taint()],
+            instance_type="g5g.xlarge",
+            arch="arm64",
+            gpus=1,
+        ),
+        Node.from_node_group("system", labels={}, instance_type="t4g.large", arch="arm64"),
+    ]
+    assert placeable_on(pod, nodes) == ["gpu"]
+    assert deployment.inputs["spec"]["replicas"] == 2
+    assert pod["securityContext"]["runAsUser"] == 1000  # the user's value kept beside the defaults
+
+
+def test_everything_goes_through_the_platforms_cluster_provider() -> None:
+    result = run_project(PROJECT, "dev")
+    provider = result.one("pulumi:providers:kubernetes", "platform")
+    assert provider.inputs["kubeconfig"] == "computed(organization/eks-gpu-platform/dev.kubeconfig)"
+    for r in result.resources:
+        if is_manifest_type(r.type) and r.custom:
+            assert r.provider.startswith(provider.urn), r.name
+
+
+def test_every_manifest_is_schema_valid() -> None:
+    result = run_project(PROJECT, "dev")
+    kinds = set()
+    for r in result.resources:
+        if is_manifest_type(r.type) and r.custom:
+            validate_manifest(manifest_of(r.type, r.name, r.inputs), KUBERNETES_VERSION)
+            kinds.add(r.inputs["kind"])
+    assert kinds == {"Namespace", "Deployment", "PodDisruptionBudget", "Service"}
