@@ -30,6 +30,9 @@ def _arn(service: str, kind: str, name: str) -> str:
     return f"arn:aws:{service}:us-west-2:123456789012:{kind}/{name}"
 
 
+REMOTE_COMPONENTS = frozenset({"awsx:ec2:Vpc", "eks:index:Cluster"})
+
+
 def platform_outputs(stack: str) -> dict[str, Any]:
     """What a platform stack exports (see ``infra.platform``), as a consumer reads it back."""
     from infra.placement import DEFAULT_PLACEMENT
@@ -151,7 +154,10 @@ class _Mocks(pulumi.runtime.Mocks):
         self.outputs: dict[tuple[str, str], dict[str, Any]] = {}
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        state = {**args.inputs, **_computed_outputs(args.typ, args.name, args.inputs)}
+        computed_state = _computed_outputs(args.typ, args.name, args.inputs)
+        # Remote components' outputs are not their inputs (awsx's natGateways input is a
+        # config object, its output the gateways): give them only what they compute.
+        state = computed_state if args.typ in REMOTE_COMPONENTS else {**args.inputs, **computed_state}
         self.outputs[(args.typ, args.name)] = state
         return f"{args.name}-id", state
 

@@ -1,0 +1,121 @@
+"""The NVIDIA device plugin, as a Helm release whose DaemonSet runs on every GPU node and no other.
+
+The AL2023 NVIDIA AMIs ship the driver and container toolkit but not the device
+plugin, so without it no node advertises ``nvidia.com/gpu``. The chart's defaults
+would not land on our nodes: its default affinity requires Node Feature Discovery
+labels (``feature.node.kubernetes.io/pci-10de.present`` ...) that nothing here
+sets, and its default tolerations do not include the contract's taint. Helm
+merges maps and replaces lists, so the values below replace the affinity's
+``nodeSelectorTerms`` and the tolerations list whole.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.config import DevicePluginConfig
+from infra.placement import GPU_RESOURCE, Placement
+
+CHART = "nvidia-device-plugin"
+REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
+
+# The scheduling-related defaults of the chart's values.yaml (v0.17 to v0.20 alike),
+# kept to show, in tests and the preview, what the chart would do without our values.
+CHART_DEFAULTS: dict[str, Any] = {
+    "nodeSelector": {},
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": "feature.node.kubernetes.io/pci-10de.present",
+                                "operator": "In",
+                                "values": ["true"],
+                            }
+                        ]
+                    },
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": "feature.node.kubernetes.io/cpu-model.vendor_id",
+                                "operator": "In",
+                                "values": ["NVIDIA"],
+                            }
+                        ]
+                    },
+                    {
+                        "matchExpressions": [
+                            {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}
+                        ]
+                    },
+                ]
+            }
+        }
+    },
+    "tolerations": [
+        {"key": "CriticalAddonsOnly", "operator": "Exists"},
+        {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
+    ],
+}
+
+
+def values(placement: Placement) -> dict[str, Any]:
+    """Helm values derived from the contract: select GPU nodes, tolerate their taint."""
+    return {
+        "nodeSelector": placement.node_selector(),
+        # Replaces the NFD-label terms (lists are replaced whole by Helm).
+        "affinity": placement.node_affinity(),
+        # The contract's toleration, plus the chart's own two so nodes tainted the
+        # NVIDIA way (nvidia.com/gpu) or reserved for critical add-ons still get it.
+        "tolerations": [placement.toleration(), *copy.deepcopy(CHART_DEFAULTS["tolerations"])],
+        "priorityClassName": "system-node-critical",
+        # No GPU Feature Discovery / NFD: nothing here needs their labels.
+        "gfd": {"enabled": False},
+    }
+
+
+def _helm_merge(base: Any, override: Any) -> Any:
+    """Helm's coalescing of user values over chart defaults: maps merge, everything else replaces."""
+    if isinstance(base, Mapping) and isinstance(override, Mapping):
+        merged = dict(base)
+        for key, item in override.items():
+            merged[key] = _helm_merge(base.get(key), item) if key in base else item
+        return merged
+    return copy.deepcopy(override)
+
+
+def rendered_scheduling(user_values: Mapping[str, Any]) -> dict[str, Any]:
+    """The device plugin pod's nodeSelector, affinity and tolerations as the chart renders them.
+
+    The template emits each of the three only when non-empty (``{{- with ... }}``).
+    """
+    merged = _helm_merge(CHART_DEFAULTS, user_values)
+    return {key: merged[key] for key in ("nodeSelector", "affinity", "tolerations") if merged.get(key)}
+
+
+def device_plugin(
+    name: str, config: DevicePluginConfig, placement: Placement, opts: pulumi.ResourceOptions
+) -> tuple[k8s.core.v1.Namespace, k8s.helm.v3.Release]:
+    namespace = k8s.core.v1.Namespace(name, metadata={"name": config.namespace}, opts=opts)
+    release = k8s.helm.v3.Release(
+        name,
+        name=CHART,
+        chart=CHART,
+        version=config.chart_version,
+        repository_opts={"repo": REPOSITORY},
+        namespace=namespace.metadata["name"],
+        values=values(placement),
+        # A failed upgrade rolls back instead of leaving GPU nodes without a plugin.
+        atomic=True,
+        cleanup_on_fail=True,
+        timeout=600,
+        opts=opts,
+    )
+    return namespace, release

@@ -1,0 +1,49 @@
+"""The VPC: an existing one from config, or a new one built by pulumi-awsx.
+
+New VPCs get private subnets for nodes (behind NAT) and public ones for internet
+load balancers, tagged so the AWS Load Balancer Controller finds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_awsx as awsx
+
+from infra.config import NetworkConfig
+
+
+@dataclass
+class Network:
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[list[str]]
+    public_subnet_ids: pulumi.Input[list[str]]
+
+
+def network(name: str, config: NetworkConfig, opts: pulumi.ResourceOptions) -> Network:
+    if config.vpc_id:
+        return Network(config.vpc_id, list(config.private_subnet_ids), list(config.public_subnet_ids))
+    vpc = awsx.ec2.Vpc(
+        name,
+        cidr_block=config.cidr,
+        number_of_availability_zones=config.availability_zones,
+        enable_dns_hostnames=True,
+        enable_dns_support=True,
+        subnet_strategy=awsx.ec2.SubnetAllocationStrategy.AUTO,
+        subnet_specs=[
+            awsx.ec2.SubnetSpecArgs(
+                type=awsx.ec2.SubnetType.PRIVATE, cidr_mask=19, tags={"kubernetes.io/role/internal-elb": "1"}
+            ),
+            awsx.ec2.SubnetSpecArgs(
+                type=awsx.ec2.SubnetType.PUBLIC, cidr_mask=22, tags={"kubernetes.io/role/elb": "1"}
+            ),
+        ],
+        nat_gateways=awsx.ec2.NatGatewayConfigurationArgs(
+            strategy=awsx.ec2.NatGatewayStrategy.SINGLE
+            if config.nat_gateways == "Single"
+            else awsx.ec2.NatGatewayStrategy.ONE_PER_AZ
+        ),
+        opts=opts,
+    )
+    return Network(vpc.vpc_id, vpc.private_subnet_ids, vpc.public_subnet_ids)

@@ -1,0 +1,87 @@
+"""An EKS managed node group with its own launch template: IMDSv2, encrypted gp3 root volume.
+
+Built from plain ``aws.eks.NodeGroup`` and ``aws.ec2.LaunchTemplate`` rather than
+pulumi-eks's ManagedNodeGroup: their inputs go straight to the EKS and EC2 APIs, so
+the tests see exactly what AWS is asked, and the ``AL2023_ARM_64_NVIDIA`` AMI type,
+which pulumi-eks cannot resolve itself, passes through unchanged. No image ID and
+no user data: EKS picks the AMI of ``amiType`` and bootstraps the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from infra.config import NodeGroupConfig
+
+ROOT_DEVICE = "/dev/xvda"  # the AL2023 EKS AMIs' root device
+
+
+def launch_template_data(disk_size_gib: int) -> dict[str, Any]:
+    """The launch template, in pulumi-aws's (snake_case) input form."""
+    return {
+        "metadata_options": {
+            "http_endpoint": "enabled",
+            "http_tokens": "required",  # IMDSv2 only
+            "http_put_response_hop_limit": 1,  # containers cannot reach IMDS, so not the node role
+        },
+        "block_device_mappings": [
+            {
+                "device_name": ROOT_DEVICE,
+                "ebs": {
+                    "volume_size": disk_size_gib,
+                    "volume_type": "gp3",
+                    "encrypted": "true",
+                    "delete_on_termination": "true",
+                },
+            }
+        ],
+    }
+
+
+def managed_node_group(
+    name: str,
+    *,
+    cluster_name: pulumi.Input[str],
+    node_group_name: str,
+    node_role_arn: pulumi.Input[str],
+    subnet_ids: pulumi.Input[Sequence[str]],
+    kubernetes_version: str,
+    ami_type: str,
+    group: NodeGroupConfig,
+    labels: Mapping[str, str],
+    taints: Sequence[Mapping[str, str]] = (),
+    opts: pulumi.ResourceOptions,
+    ignore_desired_size: bool = False,
+) -> aws.eks.NodeGroup:
+    template = aws.ec2.LaunchTemplate(
+        f"{name}-lt",
+        update_default_version=True,
+        opts=opts,
+        **launch_template_data(group.disk_size_gib),
+    )
+    ignore = ["scalingConfig.desiredSize"] if ignore_desired_size else []
+    return aws.eks.NodeGroup(
+        name,
+        cluster_name=cluster_name,
+        node_group_name=node_group_name,
+        node_role_arn=node_role_arn,
+        subnet_ids=subnet_ids,  # private subnets: nodes get no public IPs
+        version=kubernetes_version,
+        ami_type=ami_type,
+        instance_types=list(group.instance_types),
+        capacity_type=group.capacity_type,
+        scaling_config={
+            "min_size": group.min_size,
+            "desired_size": group.desired_size,
+            "max_size": group.max_size,
+        },
+        update_config={"max_unavailable": 1},
+        labels=dict(labels),
+        taints=[dict(t) for t in taints],
+        launch_template={"id": template.id, "version": template.latest_version.apply(str)},
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=ignore)),
+    )
