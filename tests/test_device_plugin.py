@@ -1,0 +1,89 @@
+"""The NVIDIA device plugin's DaemonSet runs on every GPU node and on no other node."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from infra.device_plugin import CHART_DEFAULTS, rendered_scheduling, values
+from infra.placement import DEFAULT_PLACEMENT, Placement
+from infra.scheduling import Node, placeable_on
+
+
+def _nodes(placement: Placement) -> list[Node]:
+    """Nodes with exactly the labels and taints the platform's node groups declare."""
+    gpu = dict(
+        labels=placement.node_labels(),
+        eks_taints=[placement.eks_taint()],
+        instance_type="g5g.xlarge",
+        arch="arm64",
+        gpus=1,
+    )
+    return [
+        Node.from_node_group("gpu-a", **gpu),
+        Node.from_node_group("gpu-b", **{**gpu, "instance_type": "g5g.2xlarge"}),
+        Node.from_node_group(
+            "system", labels={"node-role": "system"}, instance_type="t4g.large", arch="arm64"
+        ),
+    ]
+
+
+def _pod(scheduling: dict) -> dict:
+    return {"containers": [{"name": "nvidia-device-plugin-ctr"}], **scheduling}
+
+
+def test_chart_defaults_would_run_on_no_node_of_ours() -> None:
+    """The default affinity wants NFD labels, the default tolerations miss GPU=true."""
+    assert placeable_on(_pod(rendered_scheduling({})), _nodes(DEFAULT_PLACEMENT)) == []
+
+
+@pytest.mark.parametrize("placement", [DEFAULT_PLACEMENT, Placement("example.com/accelerator", "nvidia")])
+def test_our_values_run_it_on_every_gpu_node_and_no_other(placement: Placement) -> None:
+    assert placeable_on(_pod(rendered_scheduling(values(placement))), _nodes(placement)) == ["gpu-a", "gpu-b"]
+
+
+def test_values_replace_the_nfd_affinity_and_keep_the_charts_tolerations() -> None:
+    rendered = rendered_scheduling(values(DEFAULT_PLACEMENT))
+    assert rendered["nodeSelector"] == {"GPU": "true"}
+    assert rendered["affinity"] == DEFAULT_PLACEMENT.node_affinity()
+    assert rendered["tolerations"] == [DEFAULT_PLACEMENT.toleration(), *CHART_DEFAULTS["tolerations"]]
+
+
+# --- opt-in: render the real chart with helm, where both are available -------------
+
+HELM = os.environ.get("HELM") or shutil.which("helm")
+CHART_DIR = os.environ.get("NVIDIA_DEVICE_PLUGIN_CHART")
+
+
+@pytest.mark.skipif(
+    not (HELM and CHART_DIR), reason="set NVIDIA_DEVICE_PLUGIN_CHART (chart dir) and have helm (or HELM)"
+)
+def test_the_real_chart_renders_what_the_model_predicts(tmp_path: Path) -> None:
+    values_file = tmp_path / "values.yaml"
+    values_file.write_text(yaml.safe_dump(values(DEFAULT_PLACEMENT)))
+    out = subprocess.run(
+        [
+            HELM,
+            "template",
+            "nvidia-device-plugin",
+            CHART_DIR,
+            "--namespace",
+            "nvidia-device-plugin",
+            "-f",
+            str(values_file),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    daemonsets = {d["metadata"]["name"]: d for d in yaml.safe_load_all(out) if d and d["kind"] == "DaemonSet"}
+    pod = daemonsets["nvidia-device-plugin"]["spec"]["template"]["spec"]
+    assert {k: pod[k] for k in ("nodeSelector", "affinity", "tolerations")} == rendered_scheduling(
+        values(DEFAULT_PLACEMENT)
+    )
+    assert placeable_on(pod, _nodes(DEFAULT_PLACEMENT)) == ["gpu-a", "gpu-b"]
