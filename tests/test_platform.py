@@ -259,5 +259,5 @@ def test_bad_config_declares_nothing(tmp_path: Path) -> None:
     (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
     from infra.config import ConfigError
 
-    with pytest.raises(ConfigError, match="g5.xlarge"):
+    with pytest.raises(ConfigError, match=r"'g5\.xlarge' is not an Arm NVIDIA instance type"):
         run_project(tmp_path, "bad")
