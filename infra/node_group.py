@@ -46,7 +46,7 @@ def managed_node_group(
     name: str,
     *,
     cluster_name: pulumi.Input[str],
-    node_group_name: str,
+    node_group_name_prefix: str,
     node_role_arn: pulumi.Input[str],
     subnet_ids: pulumi.Input[Sequence[str]],
     kubernetes_version: str,
@@ -67,7 +67,9 @@ def managed_node_group(
     return aws.eks.NodeGroup(
         name,
         cluster_name=cluster_name,
-        node_group_name=node_group_name,
+        # A prefix, not a fixed name: a change that replaces the group (instance types,
+        # capacity type) creates the new group before deleting the old one.
+        node_group_name_prefix=node_group_name_prefix,
         node_role_arn=node_role_arn,
         subnet_ids=subnet_ids,  # private subnets: nodes get no public IPs
         version=kubernetes_version,

@@ -80,6 +80,7 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
     if typ == "aws:eks/nodeGroup:NodeGroup":
         return {
             "arn": _arn("eks", "nodegroup", name),
+            "nodeGroupName": inputs.get("nodeGroupName") or computed(name, "nodeGroupName"),
             "resources": [{"autoscalingGroups": [{"name": computed(name, "autoscalingGroupName")}]}],
         }
     if typ == "aws:iam/role:Role":

@@ -49,7 +49,7 @@ class GpuPlatform(pulumi.ComponentResource):
         self.system_nodes = managed_node_group(
             f"{name}-system",
             cluster_name=config.cluster_name,
-            node_group_name="system",
+            node_group_name_prefix="system-",
             node_role_arn=role.arn,
             subnet_ids=net.private_subnet_ids,
             kubernetes_version=config.kubernetes_version,
@@ -61,7 +61,7 @@ class GpuPlatform(pulumi.ComponentResource):
         self.gpu_nodes = managed_node_group(
             f"{name}-gpu",
             cluster_name=config.cluster_name,
-            node_group_name="gpu",
+            node_group_name_prefix="gpu-",
             node_role_arn=role.arn,
             subnet_ids=net.private_subnet_ids,
             kubernetes_version=config.kubernetes_version,

@@ -62,7 +62,8 @@ def _create_nodegroup_request(inputs: dict) -> dict:
     scaling = inputs["scalingConfig"]
     return {
         "clusterName": inputs["clusterName"],
-        "nodegroupName": inputs["nodeGroupName"],
+        "nodegroupName": inputs["nodeGroupNamePrefix"]
+        + "20261202000000000000000001",  # the provider's unique suffix
         "scalingConfig": {k: scaling[k] for k in ("minSize", "maxSize", "desiredSize")},
         "subnets": inputs["subnetIds"],
         "instanceTypes": inputs["instanceTypes"],
@@ -123,6 +124,7 @@ def test_gpu_node_group_inputs(dev: Run) -> None:
     assert gpu.inputs["updateConfig"] == {"maxUnavailable": 1}
     assert gpu.inputs["subnetIds"] == [f"computed(gpu-platform-vpc.privateSubnetIds[{i}])" for i in range(3)]
     assert "diskSize" not in gpu.inputs  # the launch template owns the disk
+    assert gpu.inputs["nodeGroupNamePrefix"] == "gpu-"  # replacements create the new group first
 
 
 def test_system_node_group_is_untainted_arm(dev: Run) -> None:
@@ -244,7 +246,7 @@ def test_stack_outputs_for_consumers(dev: Run) -> None:
     assert repr(outputs["kubeconfig"]) == "[secret]"
     assert outputs["placement"] == {"key": "GPU", "value": "true"}
     assert outputs["clusterName"] == "eks-gpu-platform-dev"
-    assert outputs["gpuNodeGroupName"] == "gpu"
+    assert outputs["gpuNodeGroupName"] == "computed(gpu-platform-gpu.nodeGroupName)"
     assert (outputs["devicePluginRelease"], outputs["devicePluginNamespace"]) == (
         "nvidia-device-plugin",
         "nvidia-device-plugin",
