@@ -207,6 +207,8 @@ def run_program(
     """
     mocks = _Mocks()
     monitor = _Monitor(mocks)
+    # A fresh root Stack per run, so one program's exports never show up in the next.
+    pulumi.runtime.settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(
         {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()}
