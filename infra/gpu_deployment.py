@@ -85,18 +85,22 @@ class GpuDeployment(pulumi.ComponentResource):
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
-        placement_input = args.placement if placement_is_output else _placement(args.placement).to_dict()
-        spec = pulumi.Output.all(
-            pulumi.Output.from_input(args.spec), pulumi.Output.from_input(placement_input)
-        ).apply(
-            lambda both: place_deployment_spec(
-                to_wire(both[0], k8s.apps.v1.DeploymentSpecArgs),
-                _placement(both[1]),
-                args.gpus,
-                security_defaults=args.security_defaults,
-                rolling_update_defaults=args.rolling_update_defaults,
+        spec: pulumi.Input[dict[str, Any]]
+        if not placement_is_output and not has_outputs(args.spec):
+            spec = eager_spec  # all known: the eager result is the final spec (and costs no Outputs)
+        else:
+            placement_input = args.placement if placement_is_output else _placement(args.placement).to_dict()
+            spec = pulumi.Output.all(
+                pulumi.Output.from_input(args.spec), pulumi.Output.from_input(placement_input)
+            ).apply(
+                lambda both: place_deployment_spec(
+                    to_wire(both[0], k8s.apps.v1.DeploymentSpecArgs),
+                    _placement(both[1]),
+                    args.gpus,
+                    security_defaults=args.security_defaults,
+                    rolling_update_defaults=args.rolling_update_defaults,
+                )
             )
-        )
         self.deployment = k8s.apps.v1.Deployment(resource_name, metadata=args.metadata, spec=spec, opts=child)
         self.name = self.deployment.metadata.apply(lambda m: m.name)
         self.namespace = self.deployment.metadata.apply(lambda m: m.namespace or "default")
@@ -108,7 +112,10 @@ class GpuDeployment(pulumi.ComponentResource):
             self.pod_disruption_budget = k8s.policy.v1.PodDisruptionBudget(
                 resource_name,
                 metadata={"namespace": self.deployment.metadata.apply(lambda m: m.namespace)},
-                spec={"maxUnavailable": 1, "selector": spec.apply(lambda s: s["selector"])},
+                spec={
+                    "maxUnavailable": 1,
+                    "selector": pulumi.Output.from_input(spec).apply(lambda s: s["selector"]),
+                },
                 opts=child,
             )
         self.register_outputs({"name": self.name, "namespace": self.namespace})
