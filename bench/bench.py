@@ -73,7 +73,9 @@ def main() -> None:
     print(f"offline preview of dev: {prev_t:.2f} s, {prev_m:.0f} MiB peak")
     print(f"  ratio to floor: time {prev_t / floor_t:.2f}x, memory {prev_m / floor_m:.2f}x (target <= 3x)")
 
-    print("\nper-deployment cost, run_program only (GpuDeployment vs hand-written Deployment, same pod spec):")
+    print(
+        "\nper-deployment cost, run_program only (GpuDeployment vs hand-written Deployment, same pod spec):"
+    )
     print(f"  {'N':>5}  {'gpu s':>7}  {'plain s':>7}  {'ratio':>5}  {'gpu MiB':>7}  {'plain MiB':>9}")
     results = {}
     for n in args.sizes:
@@ -93,7 +95,9 @@ def main() -> None:
             per = (results[hi][kind][0] - results[lo][kind][0]) / (hi - lo) * 1000
             mem = (results[hi][kind][1] - results[lo][kind][1]) / (hi - lo) * 1024
             print(f"  marginal {kind}: {per:.2f} ms and {mem:.0f} KiB per deployment ({lo}->{hi})")
-        ratio = (results[hi]["gpu"][0] - results[lo]["gpu"][0]) / (results[hi]["plain"][0] - results[lo]["plain"][0])
+        ratio = (results[hi]["gpu"][0] - results[lo]["gpu"][0]) / (
+            results[hi]["plain"][0] - results[lo]["plain"][0]
+        )
         print(f"  marginal time ratio gpu/plain: {ratio:.2f}x (target <= 2.2x)")
 
     suite_t, _, _ = child([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"])

@@ -61,6 +61,8 @@ POD_SECURITY_DEFAULTS: Mapping[str, Any] = {
     "runAsNonRoot": True,
     "seccompProfile": {"type": "RuntimeDefault"},
 }
+# Inference and training pods seldom talk to the Kubernetes API: no token unless asked for.
+POD_DEFAULTS: Mapping[str, Any] = {"automountServiceAccountToken": False}
 CONTAINER_SECURITY_DEFAULTS: Mapping[str, Any] = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
@@ -254,6 +256,8 @@ def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> None:
 
 
 def _apply_security(pod: dict[str, Any]) -> None:
+    for key, value in POD_DEFAULTS.items():
+        pod.setdefault(key, value)
     pod["securityContext"] = _merge_defaults(POD_SECURITY_DEFAULTS, pod.get("securityContext"))
     containers = pod.get("containers")
     if not known(containers) or not isinstance(containers, list):

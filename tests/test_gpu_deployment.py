@@ -60,6 +60,7 @@ def test_child_pod_spec_is_exactly_the_placed_spec(run) -> None:
                 },
             }
         ],
+        "automountServiceAccountToken": False,
         "nodeSelector": {"GPU": "true"},
         "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
         "tolerations": [{"key": "GPU", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],

@@ -30,6 +30,7 @@ def test_dev_preview_prints_tree_and_placement_and_writes_valid_manifests(tmp_pa
     assert [p.name for p in manifests] == [
         "deployment-inference-triton.yaml",
         "namespace-cluster-inference.yaml",
+        "networkpolicy-inference-triton.yaml",
         "poddisruptionbudget-inference-triton.yaml",
         "service-inference-triton.yaml",
     ]

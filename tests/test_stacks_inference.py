@@ -30,7 +30,7 @@ def test_inference_pods_land_on_gpu_nodes_only() -> None:
     ]
     assert placeable_on(pod, nodes) == ["gpu"]
     assert deployment.inputs["spec"]["replicas"] == 2
-    assert pod["securityContext"]["runAsUser"] == 1000  # the user's value kept beside the defaults
+    assert pod["securityContext"]["runAsUser"] == 10001  # the user's value kept beside the defaults
 
 
 def test_everything_goes_through_the_platforms_cluster_provider() -> None:
@@ -49,4 +49,4 @@ def test_every_manifest_is_schema_valid() -> None:
         if is_manifest_type(r.type) and r.custom:
             validate_manifest(manifest_of(r.type, r.name, r.inputs), KUBERNETES_VERSION)
             kinds.add(r.inputs["kind"])
-    assert kinds == {"Namespace", "Deployment", "PodDisruptionBudget", "Service"}
+    assert kinds == {"Namespace", "Deployment", "PodDisruptionBudget", "Service", "NetworkPolicy"}
