@@ -263,3 +263,16 @@ def test_bad_config_declares_nothing(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match=r"'g5\.xlarge' is not an Arm NVIDIA instance type"):
         run_project(tmp_path, "bad")
+
+
+def test_production_protects_what_holds_running_workloads(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
+    dev_config = (ROOT / "Pulumi.dev.yaml").read_text()
+    (tmp_path / "Pulumi.prod.yaml").write_text(
+        dev_config.replace("eks-gpu-platform:production: false", "eks-gpu-platform:production: true")
+    )
+    prod = run_project(tmp_path, "prod")
+    protected = sorted(r.name for r in prod.resources if r.protect)
+    assert protected == ["gpu-platform-eks", "gpu-platform-gpu", "gpu-platform-secrets"]
+    assert not any(r.protect for r in run_project(ROOT, "dev").resources)
