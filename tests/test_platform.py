@@ -274,5 +274,5 @@ def test_production_protects_what_holds_running_workloads(tmp_path: Path) -> Non
     )
     prod = run_project(tmp_path, "prod")
     protected = sorted(r.name for r in prod.resources if r.protect)
-    assert protected == ["gpu-platform-eks", "gpu-platform-gpu", "gpu-platform-secrets"]
+    assert protected == ["gpu-platform-eks", "gpu-platform-gpu", "gpu-platform-gpu-lt", "gpu-platform-secrets"]
     assert not any(r.protect for r in run_project(ROOT, "dev").resources)
