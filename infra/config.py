@@ -74,6 +74,18 @@ class DevicePluginConfig:
 
 
 @dataclass(frozen=True)
+class AutoscalerConfig:
+    enabled: bool = True
+    chart_version: str = "9.59.0"
+    expander: str = "least-waste"
+    scale_down_unneeded_time: str = "10m"
+    balance_similar_node_groups: bool = True
+
+
+EXPANDERS = ("least-waste", "priority", "random", "most-pods")
+
+
+@dataclass(frozen=True)
 class PlatformConfig:
     region: str
     cluster_name: str
@@ -92,6 +104,7 @@ class PlatformConfig:
     )
     placement: Placement = field(default_factory=Placement)
     device_plugin: DevicePluginConfig = field(default_factory=DevicePluginConfig)
+    autoscaler: AutoscalerConfig = field(default_factory=AutoscalerConfig)
     production: bool = False
 
 
@@ -329,6 +342,31 @@ def _device_plugin(value: Any) -> DevicePluginConfig:
     return plugin
 
 
+def _autoscaler(value: Any, gpu: NodeGroupConfig) -> AutoscalerConfig:
+    parsed = _object(
+        value,
+        "autoscaler",
+        {
+            "enabled": _bool,
+            "chartVersion": _str(r"\d+\.\d+\.\d+", "a pinned chart version such as 9.59.0"),
+            "expander": _choice(EXPANDERS),
+            "scaleDownUnneededTime": _str(r"\d+(s|m|h)", "a duration such as 10m"),
+            "balanceSimilarNodeGroups": _bool,
+        },
+    )
+    names = {
+        "chartVersion": "chart_version",
+        "scaleDownUnneededTime": "scale_down_unneeded_time",
+        "balanceSimilarNodeGroups": "balance_similar_node_groups",
+    }
+    config = AutoscalerConfig(**{names.get(k, k): v for k, v in parsed.items()})
+    if config.enabled and gpu.max_size == 0:
+        raise ConfigError(
+            "autoscaler.enabled is true but gpuNodes.maxSize is 0: there is nothing to scale; raise maxSize or disable the autoscaler"
+        )
+    return config
+
+
 KEYS = (
     "clusterName",
     "kubernetesVersion",
@@ -338,6 +376,7 @@ KEYS = (
     "gpuNodes",
     "placement",
     "devicePlugin",
+    "autoscaler",
     "production",
 )
 
@@ -385,6 +424,7 @@ def load(raw: Mapping[str, Any], *, region: str | None, default_cluster_name: st
         device_plugin=_device_plugin(raw["devicePlugin"])
         if "devicePlugin" in raw
         else defaults.device_plugin,
+        autoscaler=_autoscaler(raw.get("autoscaler", {}), gpu),
         production=_bool(raw["production"], "production") if "production" in raw else False,
     )
 

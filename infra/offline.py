@@ -27,7 +27,8 @@ def computed(resource: str, prop: str) -> str:
 
 
 def _arn(service: str, kind: str, name: str) -> str:
-    return f"arn:aws:{service}:us-west-2:123456789012:{kind}/{name}"
+    region = "" if service == "iam" else "us-west-2"  # IAM is global: its ARNs name no region
+    return f"arn:aws:{service}:{region}:123456789012:{kind}/{name}"
 
 
 REMOTE_COMPONENTS = frozenset({"awsx:ec2:Vpc", "eks:index:Cluster"})
@@ -126,6 +127,7 @@ class Registration:
     provider: str
     protect: bool
     inputs: dict[str, Any]
+    ignore_changes: list[str] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -177,6 +179,9 @@ class _Monitor(pulumi_mocks.MockMonitor):
         response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
             return response
+        if any(r.urn == response.urn for r in self.registrations):
+            # The engine refuses two resources with one URN; so does this.
+            raise ValueError(f"duplicate resource URN {response.urn}: give each resource a unique name")
         self.registrations.append(
             Registration(
                 urn=response.urn,
@@ -187,6 +192,7 @@ class _Monitor(pulumi_mocks.MockMonitor):
                 provider=request.provider,
                 protect=bool(request.protect),
                 inputs=_numbers(rpc.deserialize_properties(request.object)),
+                ignore_changes=list(request.ignoreChanges),
             )
         )
         return response

@@ -11,6 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from infra.autoscaler import autoscaler
 from infra.cluster import cluster, secrets_key
 from infra.config import PlatformConfig
 from infra.device_plugin import device_plugin
@@ -72,6 +73,8 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 after_cluster, pulumi.ResourceOptions(protect=config.production)
             ),
+            # With the autoscaler on, it owns the desired size after creation.
+            ignore_desired_size=config.autoscaler.enabled,
         )
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes])
         aws.eks.Addon(
@@ -94,4 +97,19 @@ class GpuPlatform(pulumi.ComponentResource):
         self.device_plugin_namespace, self.device_plugin = device_plugin(
             "nvidia-device-plugin", config.device_plugin, config.placement, on_cluster
         )
+        if config.autoscaler.enabled:
+            autoscaler(
+                "cluster-autoscaler",
+                config.autoscaler,
+                cluster_name=config.cluster_name,
+                region=config.region,
+                kubernetes_version=config.kubernetes_version,
+                placement=config.placement,
+                gpu_instance_types=config.gpu_nodes.instance_types,
+                gpu_asg_name=self.gpu_nodes.resources.apply(lambda r: r[0].autoscaling_groups[0].name),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.gpu_nodes]),
+                k8s_opts=pulumi.ResourceOptions(
+                    parent=self, provider=self.provider, depends_on=[self.system_nodes]
+                ),
+            )
         self.register_outputs({"kubeconfig": self.kubeconfig})

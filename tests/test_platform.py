@@ -119,7 +119,7 @@ def test_gpu_node_group_inputs(dev: Run) -> None:
     assert gpu.inputs["instanceTypes"] == ["g5g.xlarge", "g5g.2xlarge"]
     assert gpu.inputs["labels"] == {"GPU": "true"}
     assert gpu.inputs["taints"] == [{"key": "GPU", "value": "true", "effect": "NO_SCHEDULE"}]
-    assert gpu.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 1, "maxSize": 2}
+    assert gpu.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 2}
     assert gpu.inputs["capacityType"] == "ON_DEMAND"
     assert gpu.inputs["updateConfig"] == {"maxUnavailable": 1}
     assert gpu.inputs["subnetIds"] == [f"computed(gpu-platform-vpc.privateSubnetIds[{i}])" for i in range(3)]
@@ -208,7 +208,7 @@ def test_node_role_has_only_the_node_policies(dev: Run) -> None:
 
 
 def test_device_plugin_release_inputs(dev: Run) -> None:
-    release = dev.one("kubernetes:helm.sh/v3:Release")
+    release = dev.one("kubernetes:helm.sh/v3:Release", "nvidia-device-plugin")
     provider = dev.one("pulumi:providers:kubernetes", "gpu-platform-k8s")
     assert release.provider.startswith(provider.urn)
     assert release.inputs["chart"] == "nvidia-device-plugin"
@@ -274,5 +274,10 @@ def test_production_protects_what_holds_running_workloads(tmp_path: Path) -> Non
     )
     prod = run_project(tmp_path, "prod")
     protected = sorted(r.name for r in prod.resources if r.protect)
-    assert protected == ["gpu-platform-eks", "gpu-platform-gpu", "gpu-platform-gpu-lt", "gpu-platform-secrets"]
+    assert protected == [
+        "gpu-platform-eks",
+        "gpu-platform-gpu",
+        "gpu-platform-gpu-lt",
+        "gpu-platform-secrets",
+    ]
     assert not any(r.protect for r in run_project(ROOT, "dev").resources)
