@@ -27,7 +27,8 @@ from infra.device_plugin import rendered_scheduling
 from infra.instance_types import ARM_NVIDIA
 from infra.manifests import HELM_RELEASE_TYPE, ManifestError, is_manifest_type, manifest_of, validate_manifest
 from infra.offline import ProjectError, Registration, Run, Secret, load_project, run_project
-from infra.placement import GPU_RESOURCE
+from infra.placement import GPU_RESOURCE, Placement
+from infra.policy_rules import check as check_policies
 from infra.scheduling import Node, placeable_on
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -213,6 +214,11 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> int:
         _, root_config = load_project(ROOT, stack)
         version = root_config.get("eks-gpu-platform:kubernetesVersion", version)
     count = 0
+    mandatory = 0
+    root_placement = None
+    if (ROOT / f"Pulumi.{stack}.yaml").is_file():
+        raw = load_project(ROOT, stack)[1].get("eks-gpu-platform:placement")
+        root_placement = json.loads(raw) if raw else None
     for index, project in enumerate(chosen, 1):
         _say(
             f"[{index}/{len(chosen)}] running {project.relative_to(ROOT) if project.is_relative_to(ROOT) else project} (stack {stack}) on the mock engine ..."
@@ -230,11 +236,22 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> int:
         if nodes and workloads_of(run):
             print("\nplacement (can the pods be scheduled on the node group?):")
             print("\n".join(placement_table(run, nodes)))
+        placement = Placement.from_dict(root_placement) if root_placement else Placement()
+        violations = check_policies([(r.type, r.name, r.inputs) for r in run.resources], placement)
+        print(
+            "\npolicy pack (policy/): "
+            + ("no violations" if not violations else f"{len(violations)} violation(s)")
+        )
+        for v in violations:
+            print(f"  [{v.level}] {v.rule}: {v.resource} {v.message}")
+        mandatory += sum(1 for v in violations if v.level == "mandatory")
         written = write_outputs(run, out / name, version)
         count += sum(1 for p in written if not p.name.startswith(("helm-", "resources")))
         print(f"\nwrote {len(written)} files to {out / name} (manifests valid for Kubernetes {version})")
         if run.stack_outputs:
             print("outputs: " + json.dumps(_jsonable(run.stack_outputs), sort_keys=True))
+    if mandatory:
+        raise PreviewError(f"{mandatory} mandatory policy violation(s); each line above names the fix")
     return count
 
 

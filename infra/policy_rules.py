@@ -1,0 +1,180 @@
+"""The guardrails as plain functions: (resource type, properties) -> what is wrong and how to fix it.
+
+The CrossGuard pack in ``policy/`` wraps each rule in a ResourceValidationPolicy;
+the offline preview runs the same functions over what it captured. Properties are
+Pulumi's (camelCase) inputs, which for Kubernetes resources are the manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from infra.placement import Placement
+from infra.scheduling import gpu_limit, match_expression, tolerates
+
+WORKLOAD_TYPES = {
+    f"kubernetes:{group}:{kind}"
+    for group, kind in (
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "StatefulSet"),
+        ("apps/v1", "DaemonSet"),
+        ("apps/v1", "ReplicaSet"),
+        ("batch/v1", "Job"),
+        ("batch/v1", "CronJob"),
+        ("core/v1", "Pod"),
+    )
+}
+GPU_INSTANCE_PREFIXES = ("g", "p")  # EC2's GPU families: g4dn, g5, g5g, g6, p4d, p5 ...
+
+Rule = Callable[[str, Mapping[str, Any], Placement], list[str]]
+
+
+def pod_spec_of(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    spec = props.get("spec") or {}
+    if resource_type.endswith(":Pod"):
+        return spec
+    if resource_type.endswith(":CronJob"):
+        return ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+    return (spec.get("template") or {}).get("spec") or {}
+
+
+def _selects(pod: Mapping[str, Any], placement: Placement) -> bool:
+    """Does the pod refuse every node without the contract's label?"""
+    if (pod.get("nodeSelector") or {}).get(placement.key) == placement.value:
+        return True
+    required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    terms = (required or {}).get("nodeSelectorTerms") or []
+    return bool(terms) and all(
+        any(
+            e.get("key") == placement.key
+            and not match_expression(e, {})
+            and match_expression(e, placement.node_labels())
+            for e in term.get("matchExpressions") or []
+        )
+        for term in terms
+    )
+
+
+def gpu_workload_placement(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+    """Mandatory: a workload asking for GPUs tolerates the GPU taint and selects GPU nodes."""
+    if resource_type not in WORKLOAD_TYPES:
+        return []
+    pod = pod_spec_of(resource_type, props)
+    if not pod or gpu_limit(pod) == 0:
+        return []
+    problems = []
+    if not any(tolerates(t, placement.node_taint()) for t in pod.get("tolerations") or []):
+        problems.append(
+            f"requests nvidia.com/gpu but does not tolerate the GPU taint: add the toleration {placement.toleration()} (or use infra.GpuDeployment / place_pod_spec)"
+        )
+    if not _selects(pod, placement):
+        problems.append(
+            f"requests nvidia.com/gpu but does not select GPU nodes: add nodeSelector {placement.node_selector()}"
+        )
+    return problems
+
+
+def gpu_toleration_without_gpu(
+    resource_type: str, props: Mapping[str, Any], placement: Placement
+) -> list[str]:
+    """Advisory: tolerating the GPU taint without asking for a GPU squats on GPU nodes (DaemonSets exempt)."""
+    if resource_type not in WORKLOAD_TYPES or resource_type.endswith(":DaemonSet"):
+        return []
+    pod = pod_spec_of(resource_type, props) or {}
+    if gpu_limit(pod) == 0 and any(
+        tolerates(t, placement.node_taint()) for t in pod.get("tolerations") or []
+    ):
+        return [
+            "tolerates the GPU taint but requests no nvidia.com/gpu: remove the toleration or request a GPU, so GPU nodes stay for GPU work"
+        ]
+    return []
+
+
+def gpu_node_group_contract(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+    """Mandatory: every GPU node group carries the contract's taint and label."""
+    if resource_type != "aws:eks/nodeGroup:NodeGroup":
+        return []
+    gpu = str(props.get("amiType", "")).endswith("_NVIDIA") or any(
+        t.split(".")[0].startswith(GPU_INSTANCE_PREFIXES) for t in props.get("instanceTypes") or []
+    )
+    if not gpu:
+        return []
+    problems = []
+    if (props.get("labels") or {}).get(placement.key) != placement.value:
+        problems.append(f"is a GPU node group without the label {placement.node_labels()}: add it to labels")
+    if placement.eks_taint() not in (props.get("taints") or []):
+        problems.append(f"is a GPU node group without the taint {placement.eks_taint()}: add it to taints")
+    return problems
+
+
+def security_baseline(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+    """Mandatory: IMDSv2 on launch templates; cluster secrets encryption and control-plane logs."""
+    if resource_type == "aws:ec2/launchTemplate:LaunchTemplate":
+        if (props.get("metadataOptions") or {}).get("httpTokens") != "required":
+            return ["does not require IMDSv2: set metadataOptions.httpTokens to 'required'"]
+    if resource_type == "eks:index:Cluster":
+        problems = []
+        if not props.get("encryptionConfigKeyArn"):
+            problems.append("does not encrypt Kubernetes secrets: set encryptionConfigKeyArn to a KMS key")
+        missing = {"api", "audit", "authenticator"} - set(props.get("enabledClusterLogTypes") or [])
+        if missing:
+            problems.append(f"does not log {sorted(missing)}: add them to enabledClusterLogTypes")
+        return problems
+    return []
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    name: str
+    rule: Rule
+    default_level: str  # "mandatory" | "advisory" | "disabled"
+
+
+RULES = (
+    RuleSpec("gpu-workload-placement", gpu_workload_placement, "mandatory"),
+    RuleSpec("gpu-toleration-without-gpu", gpu_toleration_without_gpu, "advisory"),
+    RuleSpec("gpu-node-group-contract", gpu_node_group_contract, "mandatory"),
+    RuleSpec("security-baseline", security_baseline, "mandatory"),
+)
+LEVELS = ("mandatory", "advisory", "disabled")
+
+
+def levels(config: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Each rule's enforcement level: the defaults, overridden by policy config; bad config refused."""
+    result = {r.name: r.default_level for r in RULES}
+    for name, level in (config or {}).items():
+        if name not in result:
+            raise ValueError(f"unknown policy {name!r}; allowed: {', '.join(result)}")
+        if level not in LEVELS:
+            raise ValueError(f"policy {name}: level must be one of {', '.join(LEVELS)}, got {level!r}")
+        result[name] = level
+    return result
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    level: str
+    resource: str
+    message: str
+
+
+def check(
+    resources: list[tuple[str, str, Mapping[str, Any]]],
+    placement: Placement,
+    config: Mapping[str, Any] | None = None,
+) -> list[Violation]:
+    """Run every enabled rule over (type, name, props) triples."""
+    enforcement = levels(config)
+    found = []
+    for spec in RULES:
+        if enforcement[spec.name] == "disabled":
+            continue
+        for typ, name, props in resources:
+            for message in spec.rule(typ, props, placement):
+                found.append(Violation(spec.name, enforcement[spec.name], f"{typ} {name}", message))
+    return found

@@ -1,0 +1,183 @@
+"""The guardrails: each rule with passing and failing resources, and the CrossGuard pack around them."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+from types import SimpleNamespace
+
+import pulumi_policy
+import pytest
+
+from infra.placement import DEFAULT_PLACEMENT, Placement
+from infra.podspec import place_pod_spec
+from infra.policy_rules import (
+    RULES,
+    check,
+    gpu_node_group_contract,
+    gpu_toleration_without_gpu,
+    gpu_workload_placement,
+    levels,
+    security_baseline,
+)
+from infra.preview import main
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU_POD = {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+
+
+def _deployment(pod: dict) -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "spec": {"selector": {}, "template": {"spec": pod}},
+    }
+
+
+@pytest.mark.parametrize(
+    "typ", ["kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:batch/v1:Job"]
+)
+def test_hand_written_gpu_workload_without_toleration_or_selector_fails_with_the_fix(typ: str) -> None:
+    problems = gpu_workload_placement(typ, _deployment(GPU_POD), DEFAULT_PLACEMENT)
+    assert problems == [
+        "requests nvidia.com/gpu but does not tolerate the GPU taint: add the toleration "
+        "{'key': 'GPU', 'operator': 'Equal', 'value': 'true', 'effect': 'NoSchedule'} (or use infra.GpuDeployment / place_pod_spec)",
+        "requests nvidia.com/gpu but does not select GPU nodes: add nodeSelector {'GPU': 'true'}",
+    ]
+
+
+def test_placed_workloads_pass_by_selector_or_by_required_affinity() -> None:
+    assert (
+        gpu_workload_placement(
+            "kubernetes:apps/v1:Deployment", _deployment(place_pod_spec(GPU_POD)), DEFAULT_PLACEMENT
+        )
+        == []
+    )
+    by_affinity = {
+        **GPU_POD,
+        "tolerations": [{"key": "GPU", "operator": "Exists"}],
+        "affinity": DEFAULT_PLACEMENT.node_affinity(),
+    }
+    assert (
+        gpu_workload_placement("kubernetes:apps/v1:Deployment", _deployment(by_affinity), DEFAULT_PLACEMENT)
+        == []
+    )
+
+
+def test_cronjob_and_pod_shapes_are_read() -> None:
+    cron = {"spec": {"jobTemplate": {"spec": {"template": {"spec": GPU_POD}}}}}
+    assert len(gpu_workload_placement("kubernetes:batch/v1:CronJob", cron, DEFAULT_PLACEMENT)) == 2
+    assert len(gpu_workload_placement("kubernetes:core/v1:Pod", {"spec": GPU_POD}, DEFAULT_PLACEMENT)) == 2
+
+
+def test_tolerating_without_a_gpu_is_advised_against_except_for_daemonsets() -> None:
+    squatter = _deployment({"containers": [{"name": "web"}], "tolerations": [DEFAULT_PLACEMENT.toleration()]})
+    assert gpu_toleration_without_gpu("kubernetes:apps/v1:Deployment", squatter, DEFAULT_PLACEMENT) != []
+    assert gpu_toleration_without_gpu("kubernetes:apps/v1:DaemonSet", squatter, DEFAULT_PLACEMENT) == []
+    assert (
+        gpu_toleration_without_gpu(
+            "kubernetes:apps/v1:Deployment", _deployment(place_pod_spec(GPU_POD)), DEFAULT_PLACEMENT
+        )
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("props", "count"),
+    [
+        (
+            {
+                "amiType": "AL2023_ARM_64_NVIDIA",
+                "labels": {"GPU": "true"},
+                "taints": [DEFAULT_PLACEMENT.eks_taint()],
+            },
+            0,
+        ),
+        ({"amiType": "AL2023_ARM_64_NVIDIA", "labels": {}, "taints": []}, 2),
+        (
+            {
+                "amiType": "AL2023_ARM_64_NVIDIA",
+                "labels": {"GPU": "true"},
+                "taints": [DEFAULT_PLACEMENT.node_taint()],
+            },
+            1,
+        ),
+        ({"amiType": "CUSTOM", "instanceTypes": ["g5.xlarge"], "labels": {}}, 2),
+        ({"amiType": "AL2023_ARM_64_STANDARD", "instanceTypes": ["t4g.large"], "labels": {}}, 0),
+    ],
+)
+def test_gpu_node_groups_carry_the_contract(props: dict, count: int) -> None:
+    assert len(gpu_node_group_contract("aws:eks/nodeGroup:NodeGroup", props, DEFAULT_PLACEMENT)) == count
+
+
+def test_security_baseline() -> None:
+    assert security_baseline(
+        "aws:ec2/launchTemplate:LaunchTemplate",
+        {"metadataOptions": {"httpTokens": "optional"}},
+        DEFAULT_PLACEMENT,
+    ) == ["does not require IMDSv2: set metadataOptions.httpTokens to 'required'"]
+    assert security_baseline("eks:index:Cluster", {"enabledClusterLogTypes": ["api"]}, DEFAULT_PLACEMENT) == [
+        "does not encrypt Kubernetes secrets: set encryptionConfigKeyArn to a KMS key",
+        "does not log ['audit', 'authenticator']: add them to enabledClusterLogTypes",
+    ]
+
+
+def test_levels_are_configurable_and_bad_config_is_refused() -> None:
+    assert levels({"gpu-toleration-without-gpu": "mandatory"})["gpu-toleration-without-gpu"] == "mandatory"
+    with pytest.raises(ValueError, match="unknown policy 'gpu-placement'; allowed: gpu-workload-placement"):
+        levels({"gpu-placement": "mandatory"})
+    with pytest.raises(ValueError, match="level must be one of mandatory, advisory, disabled"):
+        levels({"security-baseline": "warn"})
+    squatter = ("kubernetes:apps/v1:Deployment", "x", _deployment(GPU_POD))
+    assert check([squatter], DEFAULT_PLACEMENT, {"gpu-workload-placement": "disabled"}) == []
+
+
+def test_custom_placement_is_enforced() -> None:
+    p = Placement("accelerator", "t4g")
+    assert (
+        gpu_workload_placement("kubernetes:apps/v1:Deployment", _deployment(place_pod_spec(GPU_POD, p)), p)
+        == []
+    )
+    assert (
+        gpu_workload_placement("kubernetes:apps/v1:Deployment", _deployment(place_pod_spec(GPU_POD)), p) != []
+    )
+
+
+def test_the_crossguard_pack_wraps_every_rule(monkeypatch) -> None:
+    packs = []
+    monkeypatch.setattr(
+        pulumi_policy, "PolicyPack", lambda name, policies, **kw: packs.append((name, policies))
+    )
+    runpy.run_path(str(ROOT / "policy" / "__main__.py"))
+    ((name, policies),) = packs
+    assert name == "eks-gpu-guardrails"
+    assert [p.name for p in policies] == [r.name for r in RULES]
+    assert [p.enforcement_level.value for p in policies] == [r.default_level for r in RULES]
+    reported = []
+    args = SimpleNamespace(
+        resource_type="kubernetes:apps/v1:Deployment", props=_deployment(GPU_POD), name="rogue"
+    )
+    policies[0].validate(args, lambda message, urn: reported.append(message))
+    assert reported and reported[0].startswith(
+        "rogue requests nvidia.com/gpu but does not tolerate the GPU taint"
+    )
+
+
+def test_preview_fails_a_stack_with_a_hand_written_gpu_deployment(tmp_path: Path, capsys) -> None:
+    project = tmp_path / "rogue"
+    project.mkdir()
+    (project / "Pulumi.yaml").write_text("name: rogue\nruntime: python\n")
+    (project / "Pulumi.dev.yaml").write_text("config: {}\n")
+    (project / "__main__.py").write_text(
+        "import pulumi_kubernetes as k8s\n"
+        "k8s.apps.v1.Deployment('rogue', spec={'selector': {'matchLabels': {'a': 'b'}}, 'template': {"
+        "'metadata': {'labels': {'a': 'b'}}, 'spec': {'containers': [{'name': 'm', 'image': 'i',"
+        " 'resources': {'limits': {'nvidia.com/gpu': 1}}}]}}})\n"
+    )
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project", str(project)]) == 1
+    captured = capsys.readouterr()
+    assert (
+        "[mandatory] gpu-workload-placement: kubernetes:apps/v1:Deployment rogue requests nvidia.com/gpu"
+        in captured.out
+    )
+    assert "mandatory policy violation(s)" in captured.err
