@@ -113,9 +113,11 @@ def gpu_node_group_contract(resource_type: str, props: Mapping[str, Any], placem
 
 def security_baseline(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
     """Mandatory: IMDSv2 on launch templates; cluster secrets encryption and control-plane logs."""
-    if resource_type == "aws:ec2/launchTemplate:LaunchTemplate":
-        if (props.get("metadataOptions") or {}).get("httpTokens") != "required":
-            return ["does not require IMDSv2: set metadataOptions.httpTokens to 'required'"]
+    if (
+        resource_type == "aws:ec2/launchTemplate:LaunchTemplate"
+        and (props.get("metadataOptions") or {}).get("httpTokens") != "required"
+    ):
+        return ["does not require IMDSv2: set metadataOptions.httpTokens to 'required'"]
     if resource_type == "eks:index:Cluster":
         problems = []
         if not props.get("encryptionConfigKeyArn"):
