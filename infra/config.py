@@ -11,7 +11,7 @@ import difflib
 import ipaddress
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,10 +122,13 @@ def _str(pattern: str | None = None, hint: str = "") -> Parser:
     return parse
 
 
-def _choice(choices: tuple[str, ...]) -> Parser:
+def _choice(choices: Sequence[str] | Mapping[str, Any], what: str | None = None) -> Parser:
     def parse(value: Any, setting: str) -> str:
         if value not in choices:
-            raise ConfigError(f"{setting} must be one of {', '.join(choices)}, got {value!r}")
+            allowed = ", ".join(choices)
+            if what:
+                raise ConfigError(f"{setting}: {value!r} is not {what}; allowed: {allowed}")
+            raise ConfigError(f"{setting} must be one of {allowed}, got {value!r}")
         return value
 
     return parse
@@ -158,15 +161,6 @@ def _list(item: Parser, *, min_items: int = 0) -> Parser:
         if len(set(items)) != len(items):
             raise ConfigError(f"{setting} lists an item twice: {list(value)}")
         return items
-
-    return parse
-
-
-def _instance_type(allowed: Mapping[str, Any], what: str) -> Parser:
-    def parse(value: Any, setting: str) -> str:
-        if value not in allowed:
-            raise ConfigError(f"{setting}: {value!r} is not {what}; allowed: {', '.join(allowed)}")
-        return value
 
     return parse
 
@@ -221,7 +215,7 @@ def _node_group(
     parsed = _object(
         value,
         setting,
-        {"instanceTypes": _list(_instance_type(allowed, what), min_items=1), **_NODE_GROUP_FIELDS},
+        {"instanceTypes": _list(_choice(allowed, what), min_items=1), **_NODE_GROUP_FIELDS},
     )
     group = NodeGroupConfig(
         instance_types=parsed.get("instanceTypes", default.instance_types),

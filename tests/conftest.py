@@ -8,6 +8,8 @@ import pytest
 
 from infra.config import DEFAULT_KUBERNETES_VERSION
 from infra.offline import Run, run_program
+from infra.placement import DEFAULT_PLACEMENT, Placement
+from infra.scheduling import Node
 
 KUBERNETES_VERSION = DEFAULT_KUBERNETES_VERSION
 
@@ -19,6 +21,23 @@ def deployment_spec(**pod: Any) -> dict[str, Any]:
         "selector": {"matchLabels": {"app": "inference"}},
         "template": {"metadata": {"labels": {"app": "inference"}}, "spec": pod},
     }
+
+
+def gpu_node(name: str = "gpu", placement: Placement = DEFAULT_PLACEMENT, **labels: str) -> Node:
+    """A node of the GPU group: the contract's label and taint, one T4G."""
+    return Node.from_node_group(
+        name,
+        labels={**placement.node_labels(), **labels},
+        eks_taints=[placement.eks_taint()],
+        instance_type="g5g.xlarge",
+        arch="arm64",
+        gpus=1,
+    )
+
+
+def system_node(name: str = "system", **labels: str) -> Node:
+    """A node of the untainted system group."""
+    return Node.from_node_group(name, labels=labels, instance_type="t4g.large", arch="arm64")
 
 
 @pytest.fixture

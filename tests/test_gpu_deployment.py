@@ -10,25 +10,13 @@ from infra import GpuDeployment, GpuDeploymentArgs, Placement, PodSpecError
 from infra.gpu_deployment import TYPE_TOKEN
 from infra.manifests import ManifestError, manifest_of, validate_manifest
 from infra.placement import DEFAULT_PLACEMENT
-from infra.scheduling import Node, placeable_on
-from tests.conftest import KUBERNETES_VERSION, deployment_spec
+from infra.scheduling import placeable_on
+from tests.conftest import KUBERNETES_VERSION, deployment_spec, gpu_node, system_node
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 NODES = [
-    Node.from_node_group(
-        "gpu",
-        labels={"GPU": "true", "topology.kubernetes.io/zone": "us-west-2a"},
-        eks_taints=[DEFAULT_PLACEMENT.eks_taint()],
-        instance_type="g5g.xlarge",
-        arch="arm64",
-        gpus=1,
-    ),
-    Node.from_node_group(
-        "system",
-        labels={"topology.kubernetes.io/zone": "us-west-2a"},
-        instance_type="t4g.large",
-        arch="arm64",
-    ),
+    gpu_node(**{"topology.kubernetes.io/zone": "us-west-2a"}),
+    system_node(**{"topology.kubernetes.io/zone": "us-west-2a"}),
 ]
 
 

@@ -6,17 +6,11 @@ import pytest
 
 from infra.placement import DEFAULT_PLACEMENT
 from infra.podspec import place_pod_spec
-from infra.scheduling import Node, fits, match_expression, placeable_on, tolerates
+from infra.scheduling import fits, match_expression, placeable_on, tolerates
+from tests.conftest import gpu_node, system_node
 
-GPU_NODE = Node.from_node_group(
-    "gpu",
-    labels=DEFAULT_PLACEMENT.node_labels(),
-    eks_taints=[DEFAULT_PLACEMENT.eks_taint()],
-    instance_type="g5g.xlarge",
-    arch="arm64",
-    gpus=1,
-)
-SYSTEM_NODE = Node.from_node_group("system", labels={}, instance_type="t4g.large", arch="arm64")
+GPU_NODE = gpu_node()
+SYSTEM_NODE = system_node()
 NODES = [GPU_NODE, SYSTEM_NODE]
 
 

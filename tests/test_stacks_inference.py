@@ -6,9 +6,8 @@ from pathlib import Path
 
 from infra.manifests import is_manifest_type, manifest_of, validate_manifest
 from infra.offline import run_project
-from infra.placement import DEFAULT_PLACEMENT
-from infra.scheduling import Node, placeable_on
-from tests.conftest import KUBERNETES_VERSION
+from infra.scheduling import placeable_on
+from tests.conftest import KUBERNETES_VERSION, gpu_node, system_node
 
 PROJECT = Path(__file__).resolve().parents[1] / "stacks" / "inference"
 
@@ -17,17 +16,7 @@ def test_inference_pods_land_on_gpu_nodes_only() -> None:
     result = run_project(PROJECT, "dev")
     deployment = result.one("kubernetes:apps/v1:Deployment", "triton")
     pod = deployment.inputs["spec"]["template"]["spec"]
-    nodes = [
-        Node.from_node_group(
-            "gpu",
-            labels=DEFAULT_PLACEMENT.node_labels(),
-            eks_taints=[DEFAULT_PLACEMENT.eks_taint()],
-            instance_type="g5g.xlarge",
-            arch="arm64",
-            gpus=1,
-        ),
-        Node.from_node_group("system", labels={}, instance_type="t4g.large", arch="arm64"),
-    ]
+    nodes = [gpu_node(), system_node()]
     assert placeable_on(pod, nodes) == ["gpu"]
     assert deployment.inputs["spec"]["replicas"] == 2
     assert pod["securityContext"]["runAsUser"] == 10001  # the user's value kept beside the defaults
