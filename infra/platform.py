@@ -1,7 +1,7 @@
 """The GPU platform: network, cluster, system and GPU node groups, device plugin.
 
-``build`` declares it all from a validated :class:`PlatformConfig`, parented to
-one ``eks-gpu:index:GpuPlatform`` component; the root ``__main__.py`` only reads
+``GpuPlatform`` declares it all from a validated :class:`PlatformConfig`, as
+children of one ``eks-gpu:index:GpuPlatform`` component; the root ``__main__.py`` only reads
 config, calls it and exports what consumer stacks need.
 """
 
