@@ -190,6 +190,11 @@ def _object(value: Any, setting: str, fields: Mapping[str, Parser]) -> dict[str,
     return {key: fields[key](item, f"{setting}.{key}") for key, item in value.items()}
 
 
+def _fields(parsed: Mapping[str, Any]) -> dict[str, Any]:
+    """Config keys (camelCase, as in the stack file) as dataclass field names; unset ones keep their defaults."""
+    return {re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower(): value for key, value in parsed.items()}
+
+
 def _refuse_unknown(
     value: Mapping[str, Any], allowed: Mapping[str, Any] | tuple[str, ...], prefix: str
 ) -> None:
@@ -259,22 +264,12 @@ def _network(value: Any) -> NetworkConfig:
         raise ConfigError(
             "network: an existing VPC needs both vpcId and privateSubnetIds (at least two, in two AZs)"
         )
-    network = NetworkConfig(**{_SNAKE[k]: v for k, v in parsed.items()})
+    network = NetworkConfig(**_fields(parsed))
     if network.cidr and ipaddress.ip_network(network.cidr).prefixlen > 20:
         raise ConfigError(
             f"network.cidr {network.cidr} is too small for EKS pod IPs; use a /20 or larger, e.g. 10.0.0.0/16"
         )
     return network
-
-
-_SNAKE = {
-    "vpcId": "vpc_id",
-    "privateSubnetIds": "private_subnet_ids",
-    "publicSubnetIds": "public_subnet_ids",
-    "cidr": "cidr",
-    "availabilityZones": "availability_zones",
-    "natGateways": "nat_gateways",
-}
 
 
 def _endpoint(value: Any) -> EndpointConfig:
@@ -323,12 +318,7 @@ def _device_plugin(value: Any) -> DevicePluginConfig:
             ),
         },
     )
-    plugin = DevicePluginConfig(
-        **{
-            "chart_version": parsed.get("chartVersion", DEVICE_PLUGIN_CHART_VERSION),
-            "namespace": parsed.get("namespace", "nvidia-device-plugin"),
-        }
-    )
+    plugin = DevicePluginConfig(**_fields(parsed))
     if plugin.namespace in ("default", "kube-system"):
         raise ConfigError(
             f"devicePlugin.namespace must be its own namespace, not {plugin.namespace!r} (the chart refuses 'default')"
@@ -348,12 +338,7 @@ def _autoscaler(value: Any, gpu: NodeGroupConfig) -> AutoscalerConfig:
             "balanceSimilarNodeGroups": _bool,
         },
     )
-    names = {
-        "chartVersion": "chart_version",
-        "scaleDownUnneededTime": "scale_down_unneeded_time",
-        "balanceSimilarNodeGroups": "balance_similar_node_groups",
-    }
-    config = AutoscalerConfig(**{names.get(k, k): v for k, v in parsed.items()})
+    config = AutoscalerConfig(**_fields(parsed))
     if config.enabled and gpu.max_size == 0:
         raise ConfigError(
             "autoscaler.enabled is true but gpuNodes.maxSize is 0: there is nothing to scale; raise maxSize or disable the autoscaler"

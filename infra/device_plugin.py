@@ -24,7 +24,7 @@ from infra.placement import GPU_RESOURCE, Placement
 CHART = "nvidia-device-plugin"
 REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
 
-# The scheduling-related defaults of the chart's values.yaml (v0.17 to v0.20 alike),
+# The scheduling-related defaults of the chart's values.yaml (read at v0.20.0, the pinned version),
 # kept to show, in tests and the preview, what the chart would do without our values.
 CHART_DEFAULTS: dict[str, Any] = {
     "nodeSelector": {},

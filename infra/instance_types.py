@@ -17,7 +17,8 @@ class InstanceType:
     vcpus: int
     memory_gib: int
     gpus: int
-    usd_per_hour: float
+    usd_per_hour: float | None = None
+    """us-east-1 on-demand, where the cited price list gave one."""
 
 
 # Arm (Graviton2) + NVIDIA T4G: the only Arm GPU family the AL2023_ARM_64_NVIDIA AMI
@@ -42,12 +43,12 @@ ARM_SYSTEM: dict[str, InstanceType] = {
     t.name: t
     for t in (
         InstanceType("t4g.medium", 2, 4, 0, 0.0336),
-        InstanceType("t4g.large", 2, 8, 0, 0.0672),
-        InstanceType("t4g.xlarge", 4, 16, 0, 0.1344),
+        InstanceType("t4g.large", 2, 8, 0),
+        InstanceType("t4g.xlarge", 4, 16, 0),
         InstanceType("m7g.large", 2, 8, 0, 0.0816),
-        InstanceType("m7g.xlarge", 4, 16, 0, 0.1632),
-        InstanceType("m8g.large", 2, 8, 0, 0.08976),
-        InstanceType("c7g.large", 2, 4, 0, 0.0725),
+        InstanceType("m7g.xlarge", 4, 16, 0),
+        InstanceType("m8g.large", 2, 8, 0),
+        InstanceType("c7g.large", 2, 4, 0),
     )
 }
 

@@ -92,10 +92,6 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
         return {"arn": _arn("kms", "key", name), "keyId": computed(name, "keyId")}
     if typ == "aws:ec2/launchTemplate:LaunchTemplate":
         return {"latestVersion": 1, "name": inputs.get("name", name)}
-    if typ == "kubernetes:core/v1:Namespace":
-        return {
-            "metadata": {**inputs.get("metadata", {}), "name": inputs.get("metadata", {}).get("name", name)}
-        }
     if typ.startswith("kubernetes:") and typ != "kubernetes:helm.sh/v3:Release":
         metadata = dict(inputs.get("metadata") or {})
         metadata.setdefault("name", name)
@@ -174,14 +170,16 @@ class _Monitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: _Mocks) -> None:
         super().__init__(mocks)
         self.registrations: list[Registration] = []
+        self._urns: set[str] = set()
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
             return response
-        if any(r.urn == response.urn for r in self.registrations):
+        if response.urn in self._urns:
             # The engine refuses two resources with one URN; so does this.
             raise ValueError(f"duplicate resource URN {response.urn}: give each resource a unique name")
+        self._urns.add(response.urn)
         self.registrations.append(
             Registration(
                 urn=response.urn,

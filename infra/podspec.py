@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from infra.placement import DEFAULT_PLACEMENT, GPU_RESOURCE, Placement
+from infra.scheduling import expression_rejects_label
 
 
 class _Unknown:
@@ -148,8 +149,6 @@ def _merge_tolerations(pod: dict[str, Any], placement: Placement) -> None:
 
 def _check_affinity(pod: Mapping[str, Any], placement: Placement) -> None:
     """Refuse required node affinity that no GPU node could satisfy."""
-    from infra.scheduling import expression_rejects_label
-
     affinity = pod.get("affinity")
     if not known(affinity) or not isinstance(affinity, Mapping):
         return

@@ -208,17 +208,16 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> int:
     chosen = _projects(stack, projects)
     if not chosen:
         raise PreviewError(f"no project has a Pulumi.{stack}.yaml; create one or pass --project")
-    version = platform_config.DEFAULT_KUBERNETES_VERSION
+    # The platform's stack decides the Kubernetes version and the contract for every project.
+    root_config = load_project(ROOT, stack)[1] if (ROOT / f"Pulumi.{stack}.yaml").is_file() else {}
+    version = root_config.get(
+        "eks-gpu-platform:kubernetesVersion", platform_config.DEFAULT_KUBERNETES_VERSION
+    )
+    raw_placement = root_config.get("eks-gpu-platform:placement")
+    placement = Placement.from_dict(json.loads(raw_placement)) if raw_placement else Placement()
     nodes: list[Node] = []
-    if (ROOT / f"Pulumi.{stack}.yaml").is_file():
-        _, root_config = load_project(ROOT, stack)
-        version = root_config.get("eks-gpu-platform:kubernetesVersion", version)
     count = 0
     mandatory = 0
-    root_placement = None
-    if (ROOT / f"Pulumi.{stack}.yaml").is_file():
-        raw = load_project(ROOT, stack)[1].get("eks-gpu-platform:placement")
-        root_placement = json.loads(raw) if raw else None
     for index, project in enumerate(chosen, 1):
         _say(
             f"[{index}/{len(chosen)}] running {project.relative_to(ROOT) if project.is_relative_to(ROOT) else project} (stack {stack}) on the mock engine ..."
@@ -236,7 +235,6 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> int:
         if nodes and workloads_of(run):
             print("\nplacement (can the pods be scheduled on the node group?):")
             print("\n".join(placement_table(run, nodes)))
-        placement = Placement.from_dict(root_placement) if root_placement else Placement()
         violations = check_policies([(r.type, r.name, r.inputs) for r in run.resources], placement)
         print(
             "\npolicy pack (policy/): "

@@ -53,8 +53,6 @@ def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
     if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
         if unknown is None:
             raise TypeError("to_wire: unresolved Output; resolve it first (Output.from_input(...).apply)")
-        if inspect.iscoroutine(value):
-            value.close()  # never awaited here; the engine awaits its own copy
         return unknown
     typ = _types.unwrap_type(typ) if typ is not None else None
     if _types.is_input_type(type(value)):

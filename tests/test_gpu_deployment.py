@@ -224,3 +224,11 @@ def test_a_contradiction_hidden_behind_an_output_is_still_caught_in_known_parts(
     spec = deployment_spec(nodeSelector={"GPU": "false", "zone": pulumi.Output.from_input("a")})
     with pytest.raises(PodSpecError, match="contradicts"):
         run(lambda: GpuDeployment("bad", spec=spec))
+
+
+def test_an_awaitable_in_the_spec_is_awaited_by_the_engine_not_consumed_by_the_check(run) -> None:
+    async def image() -> str:
+        return "repo/llm:2"
+
+    spec = deployment_spec(containers=[{"name": "m", "image": image()}])
+    assert _pod(run(lambda: GpuDeployment("a", spec=spec)))["containers"][0]["image"] == "repo/llm:2"
