@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pulumi
 
-from infra import config as platform_config
-from infra.platform import GpuPlatform
+from infra.platform import config as platform_config
+from infra.platform.gpu_platform import GpuPlatform
 
 settings = platform_config.from_pulumi()
 platform = GpuPlatform("gpu-platform", settings)

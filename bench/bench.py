@@ -23,7 +23,7 @@ _WORKLOAD = """
 import sys, time, resource
 import pulumi_kubernetes as k8s
 from infra import GpuDeployment
-from infra.offline import run_program
+from infra.tooling.offline import run_program
 kind, n = sys.argv[1], int(sys.argv[2])
 def spec(i):
     labels = {"app": f"w{i}"}
@@ -68,7 +68,7 @@ def main() -> None:
 
     floor_t, floor_m, _ = best([PY, "-c", "import pulumi, pulumi_aws, pulumi_eks, pulumi_kubernetes"])
     with tempfile.TemporaryDirectory() as out:
-        prev_t, prev_m, _ = best([PY, "-m", "infra.preview", "--stack", "dev", "--out", out])
+        prev_t, prev_m, _ = best([PY, "-m", "infra.tooling.preview", "--stack", "dev", "--out", out])
     print(f"import floor: {floor_t:.2f} s, {floor_m:.0f} MiB peak")
     print(f"offline preview of dev: {prev_t:.2f} s, {prev_m:.0f} MiB peak")
     print(f"  ratio to floor: time {prev_t / floor_t:.2f}x, memory {prev_m / floor_m:.2f}x (target <= 3x)")

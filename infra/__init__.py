@@ -1,17 +1,32 @@
 """GPU workloads on Amazon EKS, as Pulumi components.
 
+The package is laid out by audience, and imports flow one way only:
+
+- :mod:`infra.workloads` -- what ML teams' stacks import: the placement contract,
+  the pure pod-spec merge and scheduling model, the components. Needs only
+  ``pulumi`` and ``pulumi-kubernetes``.
+- :mod:`infra.platform` -- what ``pulumi up`` of the platform builds (the
+  ``platform`` extra: pulumi-aws, pulumi-eks, pulumi-awsx).
+- :mod:`infra.tooling` -- the offline engine, manifests, preview and policy rules.
+
 Consumers need only::
 
     from infra import GpuDeployment, Placement
-
-The platform program itself lives in :mod:`infra.platform`.
 """
 
 from __future__ import annotations
 
-from infra.gpu_deployment import GpuDeployment, GpuDeploymentArgs
-from infra.placement import DEFAULT_PLACEMENT, GPU_RESOURCE, Placement, PlacementError
-from infra.podspec import PodSpecError, place_deployment_spec, place_pod_spec
+from infra.workloads import (
+    DEFAULT_PLACEMENT,
+    GPU_RESOURCE,
+    GpuDeployment,
+    GpuDeploymentArgs,
+    Placement,
+    PlacementError,
+    PodSpecError,
+    place_deployment_spec,
+    place_pod_spec,
+)
 
 __all__ = [
     "DEFAULT_PLACEMENT",

@@ -1,4 +1,4 @@
-"""CrossGuard pack: the rules of infra.policy_rules, with the contract read from the same module as the platform.
+"""CrossGuard pack: the rules of infra.tooling.policy_rules, with the contract read from the same module as the platform.
 
 Levels are configurable per policy with `pulumi preview --policy-pack policy
 --policy-pack-config config.json` ({"gpu-toleration-without-gpu": "mandatory"}).
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, PolicyPack, ResourceValidationArgs, ResourceValidationPolicy
 
-from infra.placement import DEFAULT_PLACEMENT
-from infra.policy_rules import RULES, RuleSpec
+from infra.tooling.policy_rules import RULES, RuleSpec
+from infra.workloads.placement import DEFAULT_PLACEMENT
 
 
 def _policy(spec: RuleSpec) -> ResourceValidationPolicy:

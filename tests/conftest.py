@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from infra.config import DEFAULT_KUBERNETES_VERSION
-from infra.offline import Run, run_program
-from infra.placement import DEFAULT_PLACEMENT, Placement
-from infra.scheduling import Node
+from infra.platform.config import DEFAULT_KUBERNETES_VERSION
+from infra.tooling.offline import Run, run_program
+from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+from infra.workloads.scheduling import Node
 
 KUBERNETES_VERSION = DEFAULT_KUBERNETES_VERSION
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infra.manifests import is_manifest_type, manifest_of, validate_manifest
-from infra.offline import run_project
-from infra.scheduling import placeable_on
+from infra.tooling.manifests import is_manifest_type, manifest_of, validate_manifest
+from infra.tooling.offline import run_project
+from infra.workloads.scheduling import placeable_on
 from tests.conftest import KUBERNETES_VERSION, gpu_node, system_node
 
 PROJECT = Path(__file__).resolve().parents[1] / "stacks" / "inference"

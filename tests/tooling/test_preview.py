@@ -6,11 +6,11 @@ from pathlib import Path
 
 import yaml
 
-from infra.manifests import validate_manifest
-from infra.preview import main
+from infra.tooling.manifests import validate_manifest
+from infra.tooling.preview import main
 from tests.conftest import KUBERNETES_VERSION
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_dev_preview_prints_tree_and_placement_and_writes_valid_manifests(tmp_path: Path, capsys) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_awsx as awsx
 
-from infra.config import NetworkConfig
+from infra.platform.config import NetworkConfig
 
 
 @dataclass

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE
+from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE
 
 REPELLING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 

@@ -46,7 +46,7 @@ def has_outputs(value: Any) -> bool:
 def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
     """``value`` in Kubernetes' camelCase form, typed by the Args class ``typ``.
 
-    Outputs become ``unknown`` (e.g. ``infra.podspec.UNKNOWN``) when given, so a
+    Outputs become ``unknown`` (e.g. ``infra.workloads.podspec.UNKNOWN``) when given, so a
     spec can be checked before the engine resolves it; without it they are an error.
     ``None`` entries are dropped, as the Pulumi SDK drops them before the engine.
     """

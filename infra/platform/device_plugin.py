@@ -18,8 +18,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.config import DevicePluginConfig
-from infra.placement import GPU_RESOURCE, Placement
+from infra.platform.config import DevicePluginConfig
+from infra.workloads.placement import GPU_RESOURCE, Placement
 
 CHART = "nvidia-device-plugin"
 REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_eks as eks
 
-from infra.config import PlatformConfig
+from infra.platform.config import PlatformConfig
 
 LOG_TYPES = ("api", "audit", "authenticator")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.device_plugin import CHART_DEFAULTS, rendered_scheduling, values
-from infra.placement import DEFAULT_PLACEMENT, Placement
-from infra.scheduling import Node, placeable_on
+from infra.platform.device_plugin import CHART_DEFAULTS, rendered_scheduling, values
+from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+from infra.workloads.scheduling import Node, placeable_on
 
 
 def _nodes(placement: Placement) -> list[Node]:

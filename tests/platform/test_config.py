@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.config import ConfigError, NodeGroupConfig, load
-from infra.placement import Placement
+from infra.platform.config import ConfigError, NodeGroupConfig, load
+from infra.workloads.placement import Placement
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OK_ENDPOINT = {"publicAccessCidrs": ["203.0.113.0/24"]}
 
 

@@ -6,7 +6,7 @@ the resource tree, the GPU-relevant inputs and a placement table, writes every
 Kubernetes object as YAML (schema-checked for the cluster's version), each Helm
 release's values and one JSON file of all resources.
 
-    python -m infra.preview --stack dev [--out preview-out] [--project DIR ...]
+    python -m infra.tooling.preview --stack dev [--out preview-out] [--project DIR ...]
 """
 
 from __future__ import annotations
@@ -21,17 +21,23 @@ from typing import Any
 
 import yaml
 
-from infra import config as platform_config
-from infra.device_plugin import CHART as DEVICE_PLUGIN_CHART
-from infra.device_plugin import rendered_scheduling
-from infra.instance_types import ARM_NVIDIA
-from infra.manifests import HELM_RELEASE_TYPE, ManifestError, is_manifest_type, manifest_of, validate_manifest
-from infra.offline import ProjectError, Registration, Run, Secret, load_project, run_project
-from infra.placement import GPU_RESOURCE, Placement
-from infra.policy_rules import check as check_policies
-from infra.scheduling import Node, placeable_on
+from infra.platform import config as platform_config
+from infra.platform.device_plugin import CHART as DEVICE_PLUGIN_CHART
+from infra.platform.device_plugin import rendered_scheduling
+from infra.platform.instance_types import ARM_NVIDIA
+from infra.tooling.manifests import (
+    HELM_RELEASE_TYPE,
+    ManifestError,
+    is_manifest_type,
+    manifest_of,
+    validate_manifest,
+)
+from infra.tooling.offline import ProjectError, Registration, Run, Secret, load_project, run_project
+from infra.tooling.policy_rules import check as check_policies
+from infra.workloads.placement import GPU_RESOURCE, Placement
+from infra.workloads.scheduling import Node, placeable_on
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod")
 SECRET_INPUTS = {"pulumi:providers:kubernetes": ("kubeconfig",)}
@@ -254,7 +260,9 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m infra.preview", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m infra.tooling.preview", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument(
         "--stack", default="dev", help="stack whose Pulumi.<stack>.yaml to use (default: dev)"
     )

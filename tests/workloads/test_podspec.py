@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infra.placement import DEFAULT_PLACEMENT, Placement
-from infra.podspec import UNKNOWN, PodSpecError, place_deployment_spec, place_pod_spec
+from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+from infra.workloads.podspec import UNKNOWN, PodSpecError, place_deployment_spec, place_pod_spec
 from tests.conftest import deployment_spec
 
 TOLERATION = DEFAULT_PLACEMENT.toleration()

@@ -1,7 +1,7 @@
 """Apply the placement contract to a pod spec: pure, so every workload kind can use it.
 
 Works on Kubernetes' own (camelCase) form of a pod spec as plain dicts, the form
-Helm values, YAML manifests and ``infra.wire`` produce. A value may be
+Helm values, YAML manifests and ``infra.workloads.wire`` produce. A value may be
 :data:`UNKNOWN` (a Pulumi Output not known yet): the checks that need it are
 skipped, so the same code validates eagerly at declaration and finally on the
 resolved spec.
@@ -13,8 +13,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from infra.placement import DEFAULT_PLACEMENT, GPU_RESOURCE, Placement
-from infra.scheduling import expression_rejects_label
+from infra.workloads.placement import DEFAULT_PLACEMENT, GPU_RESOURCE, Placement
+from infra.workloads.scheduling import expression_rejects_label
 
 
 class _Unknown:

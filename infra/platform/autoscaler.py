@@ -16,10 +16,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from infra.config import AutoscalerConfig
-from infra.instance_types import ARM_NVIDIA
-from infra.placement import GPU_RESOURCE, Placement
-from infra.scheduling import Node
+from infra.platform.config import AutoscalerConfig
+from infra.platform.instance_types import ARM_NVIDIA
+from infra.workloads.placement import GPU_RESOURCE, Placement
+from infra.workloads.scheduling import Node
 
 CHART = "cluster-autoscaler"
 REPOSITORY = "https://kubernetes.github.io/autoscaler"

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from infra.autoscaler import POD_IDENTITY_TRUST_POLICY, asg_tags, iam_policy, node_template
-from infra.config import ConfigError, load
-from infra.offline import Run, run_project
-from infra.placement import DEFAULT_PLACEMENT, Placement
-from infra.podspec import place_pod_spec
-from infra.scheduling import fits
+from infra.platform.autoscaler import POD_IDENTITY_TRUST_POLICY, asg_tags, iam_policy, node_template
+from infra.platform.config import ConfigError, load
+from infra.tooling.offline import Run, run_project
+from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+from infra.workloads.podspec import place_pod_spec
+from infra.workloads.scheduling import fits
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "eks-gpu-platform-dev"
 
 

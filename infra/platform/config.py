@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.instance_types import ARM_NVIDIA, ARM_SYSTEM
-from infra.placement import Placement, PlacementError
+from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
+from infra.workloads.placement import Placement, PlacementError
 
 SUPPORTED_KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
 DEFAULT_KUBERNETES_VERSION = "1.34"

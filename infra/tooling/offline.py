@@ -2,7 +2,7 @@
 
 This is the offline half of ``pulumi preview``: every resource registration
 with its parent, provider and exact inputs (as the provider would receive them),
-and the stack outputs. The unit tests and ``python -m infra.preview`` both use
+and the stack outputs. The unit tests and ``python -m infra.tooling.preview`` both use
 it. Values a cloud would compute (ARNs, IDs) come back as ``computed(...)``
 placeholders, which is all a preview can know of them too.
 """
@@ -35,8 +35,8 @@ REMOTE_COMPONENTS = frozenset({"awsx:ec2:Vpc", "eks:index:Cluster"})
 
 
 def platform_outputs(stack: str) -> dict[str, Any]:
-    """What a platform stack exports (see ``infra.platform``), as a consumer reads it back."""
-    from infra.placement import DEFAULT_PLACEMENT
+    """What a platform stack exports (see ``infra.platform.gpu_platform``), as a consumer reads it back."""
+    from infra.workloads.placement import DEFAULT_PLACEMENT
 
     return {
         "kubeconfig": computed(stack, "kubeconfig"),

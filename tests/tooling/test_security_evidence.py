@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.preview import main
+from infra.tooling.preview import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHECKOV = os.environ.get("CHECKOV") or str(ROOT / ".venv-checkov" / "bin" / "checkov")
 
 # Each skip is made (and justified) in the code that declares the object, as a

@@ -7,10 +7,10 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from infra import GpuDeployment, GpuDeploymentArgs, Placement, PodSpecError
-from infra.gpu_deployment import TYPE_TOKEN
-from infra.manifests import ManifestError, manifest_of, validate_manifest
-from infra.placement import DEFAULT_PLACEMENT
-from infra.scheduling import placeable_on
+from infra.tooling.manifests import ManifestError, manifest_of, validate_manifest
+from infra.workloads.gpu_deployment import TYPE_TOKEN
+from infra.workloads.placement import DEFAULT_PLACEMENT
+from infra.workloads.scheduling import placeable_on
 from tests.conftest import KUBERNETES_VERSION, deployment_spec, gpu_node, system_node
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from infra.placement import DEFAULT_PLACEMENT
-from infra.podspec import place_pod_spec
-from infra.scheduling import fits, match_expression, placeable_on, tolerates
+from infra.workloads.placement import DEFAULT_PLACEMENT
+from infra.workloads.podspec import place_pod_spec
+from infra.workloads.scheduling import fits, match_expression, placeable_on, tolerates
 from tests.conftest import gpu_node, system_node
 
 GPU_NODE = gpu_node()

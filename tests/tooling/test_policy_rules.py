@@ -9,9 +9,7 @@ from types import SimpleNamespace
 import pulumi_policy
 import pytest
 
-from infra.placement import DEFAULT_PLACEMENT, Placement
-from infra.podspec import place_pod_spec
-from infra.policy_rules import (
+from infra.tooling.policy_rules import (
     RULES,
     check,
     gpu_node_group_contract,
@@ -20,9 +18,11 @@ from infra.policy_rules import (
     levels,
     security_baseline,
 )
-from infra.preview import main
+from infra.tooling.preview import main
+from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+from infra.workloads.podspec import place_pod_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GPU_POD = {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from infra.config import NodeGroupConfig
+from infra.platform.config import NodeGroupConfig
 
 ROOT_DEVICE = "/dev/xvda"  # the AL2023 EKS AMIs' root device
 

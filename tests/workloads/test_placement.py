@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from infra.placement import DEFAULT_PLACEMENT, EKS_TO_K8S_EFFECT, Placement, PlacementError
+from infra.workloads.placement import DEFAULT_PLACEMENT, EKS_TO_K8S_EFFECT, Placement, PlacementError
 
 
 def test_default_contract_is_the_blog_posts_gpu_true() -> None:

@@ -1,7 +1,7 @@
 """``GpuDeployment``: a Kubernetes Deployment whose pods land on GPU nodes and only there.
 
-Thin over :mod:`infra.podspec`: the spec is read in Kubernetes' form
-(:mod:`infra.wire`), checked eagerly so bad input fails before anything is
+Thin over :mod:`infra.workloads.podspec`: the spec is read in Kubernetes' form
+(:mod:`infra.workloads.wire`), checked eagerly so bad input fails before anything is
 declared, and merged with the placement contract inside ``Output.apply`` so
 Outputs unknown during preview are fine.
 """
@@ -15,9 +15,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.placement import DEFAULT_PLACEMENT, Placement, PlacementError
-from infra.podspec import UNKNOWN, PodSpecError, check_gpus, known, place_deployment_spec
-from infra.wire import has_outputs, to_wire
+from infra.workloads.placement import DEFAULT_PLACEMENT, Placement, PlacementError
+from infra.workloads.podspec import UNKNOWN, PodSpecError, check_gpus, known, place_deployment_spec
+from infra.workloads.wire import has_outputs, to_wire
 
 TYPE_TOKEN = "eks-gpu:index:GpuDeployment"
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from infra.placement import Placement
-from infra.scheduling import gpu_limit, match_expression, tolerates
+from infra.workloads.placement import Placement
+from infra.workloads.scheduling import gpu_limit, match_expression, tolerates
 
 WORKLOAD_TYPES = {
     f"kubernetes:{group}:{kind}"

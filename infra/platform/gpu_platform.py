@@ -11,13 +11,13 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from infra.autoscaler import autoscaler
-from infra.cluster import cluster, secrets_key
-from infra.config import PlatformConfig
-from infra.device_plugin import device_plugin
-from infra.iam import node_role
-from infra.network import network
-from infra.node_group import managed_node_group
+from infra.platform.autoscaler import autoscaler
+from infra.platform.cluster import cluster, secrets_key
+from infra.platform.config import PlatformConfig
+from infra.platform.device_plugin import device_plugin
+from infra.platform.iam import node_role
+from infra.platform.network import network
+from infra.platform.node_group import managed_node_group
 
 TYPE_TOKEN = "eks-gpu:index:GpuPlatform"
 GPU_AMI_TYPE = "AL2023_ARM_64_NVIDIA"

@@ -10,13 +10,13 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 
-from infra.iam import EC2_TRUST_POLICY, NODE_MANAGED_POLICIES
-from infra.instance_types import ARM_NVIDIA, ARM_SYSTEM
-from infra.offline import Run, run_project
-from infra.placement import DEFAULT_PLACEMENT
-from infra.scheduling import Node, placeable_on
+from infra.platform.iam import EC2_TRUST_POLICY, NODE_MANAGED_POLICIES
+from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
+from infra.tooling.offline import Run, run_project
+from infra.workloads.placement import DEFAULT_PLACEMENT
+from infra.workloads.scheduling import Node, placeable_on
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
@@ -236,7 +236,7 @@ def test_plain_pods_never_land_on_gpu_nodes_and_gpu_pods_only_there(dev: Run) ->
         ),
     ]
     assert placeable_on({"containers": [{"name": "coredns"}]}, nodes) == ["system"]
-    from infra.podspec import place_pod_spec
+    from infra.workloads.podspec import place_pod_spec
 
     assert placeable_on(place_pod_spec({"containers": [{"name": "m"}]}), nodes) == ["gpu"]
 
@@ -259,7 +259,7 @@ def test_bad_config_declares_nothing(tmp_path: Path) -> None:
         "config:\n  aws:region: us-west-2\n  eks-gpu-platform:gpuNodes:\n    instanceTypes: [g5.xlarge]\n"
     )
     (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
-    from infra.config import ConfigError
+    from infra.platform.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"'g5\.xlarge' is not an Arm NVIDIA instance type"):
         run_project(tmp_path, "bad")
