@@ -1,0 +1,122 @@
+"""The GPU components as a Pulumi component package, for TypeScript, Go, C#, Java and YAML stacks.
+
+``__main__.py`` serves the classes below with ``component_provider_host``. The SDK's
+analyzer (``pulumi.provider.experimental.analyzer``) builds the package schema from
+their annotations; the classes only *declare* what other languages see, and
+construction is the real component in :mod:`infra.workloads`, so the merge of the
+placement contract lives in one place.
+
+What the analyzer (pulumi 3.272.0) dictates here:
+
+- annotations are read with ``inspect.get_annotations`` and never evaluated: this
+  module must not use ``from __future__ import annotations`` (string annotations
+  crash the analyzer), and must not subclass ``infra.workloads.GpuDeployment``,
+  whose annotations are strings (the analyzer walks the whole MRO);
+- unions other than ``Optional`` are refused, so no ``Args | Mapping``;
+- another package's *types* (``k8s.apps.v1.DeploymentSpecArgs``) become empty local
+  object types, which would drop every field: Kubernetes objects are taken as
+  ``dict[str, Any]`` (``type: object`` of ``pulumi.json#/Any``) and passed on whole;
+- a property typed as a local object type is rebuilt field by field from the
+  engine's value, and when that value arrives as an Output (any value with a
+  dependency, e.g. a StackReference output) the SDK sees no fields at all
+  (``ComponentProvider.map_input_properties``): ``placement`` is therefore an open
+  object too, passed on whole and validated by :class:`infra.workloads.Placement`;
+- numbers arrive as floats, and the SDK's conversion of ``integer`` inputs to ``int``
+  is overwritten on the next line (``map_input_properties``: no ``continue``), so
+  ``gpus: 1`` arrives as ``1.0``, as do numbers inside objects: :func:`_whole_numbers`
+  turns integral floats into ints before the component checks them.
+"""
+
+import importlib.metadata
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+import pulumi
+from typing_extensions import NotRequired
+
+from infra.workloads import gpu_deployment
+
+PACKAGE = "eks-gpu"
+"""The package name: type tokens are ``eks-gpu:index:<Component>``."""
+
+VERSION = importlib.metadata.version("eks-gpu-infra")
+"""The schema's version is this repository's package version (SDK codegen needs one)."""
+
+JsonObject = pulumi.Input[dict[str, pulumi.Input[Any]]]
+"""An open object (schema ``type: object`` of ``pulumi.json#/Any``), passed on whole; values may be Outputs."""
+
+
+class GpuDeploymentArgs(TypedDict):
+    """Inputs of ``eks-gpu:index:GpuDeployment``; mirrors ``infra.workloads.GpuDeploymentArgs`` field by field."""
+
+    spec: JsonObject
+    """The Deployment spec, as for kubernetes:apps/v1:Deployment (camelCase, as in YAML). The GPU nodeSelector, toleration and nvidia.com/gpu limits are merged in; every field of yours is kept."""
+    metadata: NotRequired[JsonObject]
+    """The Deployment's metadata (name, namespace, labels, annotations), as for kubernetes:apps/v1:Deployment."""
+    gpus: NotRequired[int]
+    """GPUs per pod, given to the first container unless a container declares nvidia.com/gpu (default 1)."""
+    placement: NotRequired[JsonObject]
+    """The placement contract as the platform stack exports it (its `placement` output): {key, value} and, where the platform has them, pools. Default {key: GPU, value: "true"}."""
+    security_defaults: NotRequired[bool]
+    """Fill restricted securityContext defaults the spec leaves out; your values always win (default true)."""
+    pod_disruption_budget: NotRequired[bool]
+    """Declare a PodDisruptionBudget (maxUnavailable 1) when replicas > 1 (default true)."""
+    rolling_update_defaults: NotRequired[bool]
+    """Default to maxSurge 0 / maxUnavailable 1, so an update needs no spare GPU node (default true)."""
+
+
+def _whole_numbers(value: Any) -> Any:
+    """``value`` with integral floats as ints, inside Outputs too.
+
+    The engine's wire format has only floats, so ``gpus: 1`` or a YAML
+    ``nvidia.com/gpu: 1`` arrives as ``1.0``; the component's GPU checks want whole
+    numbers (``1.5`` stays a float and is refused there), and Kubernetes' integer
+    fields take them either way.
+    """
+    if isinstance(value, pulumi.Output):
+        return value.apply(_whole_numbers)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    return value
+
+
+class GpuDeployment(pulumi.ComponentResource):
+    """A Kubernetes Deployment whose pods land on the platform's GPU nodes and only there: nodeSelector, toleration and nvidia.com/gpu limits always set."""
+
+    name: pulumi.Output[str]
+    """The Deployment's name (metadata.name, auto-named from the resource name if not given)."""
+    namespace: pulumi.Output[str]
+    """The Deployment's namespace."""
+
+    def __new__(
+        cls,
+        resource_name: str,
+        args: GpuDeploymentArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> Any:
+        """Build the real component; this class is its schema, not a second layer.
+
+        ``infra.workloads.GpuDeployment`` already registers as
+        ``eks-gpu:index:GpuDeployment``: wrapping it would put a GpuDeployment inside
+        a GpuDeployment in every stack. The SDK's provider calls this class with the
+        inputs mapped to the snake_case keys above and reads ``name``/``namespace``
+        from what it gets back, which the real component has.
+        """
+        fields = {key: _whole_numbers(value) for key, value in args.items()}
+        return gpu_deployment.GpuDeployment(resource_name, gpu_deployment.GpuDeploymentArgs(**fields), opts)
+
+    def __init__(
+        self,
+        resource_name: str,
+        args: GpuDeploymentArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """Never runs (``__new__`` returns another class); its ``args`` annotation is the analyzer's entry point."""
+
+
+COMPONENTS: list[type[pulumi.ComponentResource]] = [GpuDeployment]
+"""What the package serves, in schema order."""
