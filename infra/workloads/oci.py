@@ -1,0 +1,547 @@
+"""A small, read-only OCI distribution client: which platforms does an image have?
+
+Used by :mod:`infra.workloads.images` to catch x86-only images before a GPU node
+(g5g, linux/arm64) is paid for. It does exactly three things against a registry:
+GET a manifest (index or single), GET a config blob, and the token dance.
+
+Why the standard library and not a PyPI client: ``oras`` (oras-py 0.2.x, well
+kept) sets no timeout on any request, wraps each call in a 5-attempt retry that
+sleeps up to ~80 s, keeps one bearer token per client whatever the repository
+scope, and needs ``requests`` + ``jsonschema`` at runtime; ``docker-registry-client``
+has had no release since 2017. A preview must never hang on a registry, and
+the workload install must stay ``pulumi`` + ``pulumi-kubernetes``, so this
+module uses ``http.client`` with:
+
+- HTTPS always (certificates verified); plain HTTP only for loopback registries
+  (127.0.0.0/8, ``localhost``, ``[::1]``), as Docker and containerd treat them;
+- a timeout on every socket operation and a deadline per image;
+- the Distribution token flow: ``401`` + ``WWW-Authenticate: Bearer realm=,service=,scope=``
+  -> ``GET realm?service=&scope=`` -> retry with the token; the challenge is
+  remembered per registry, so the next repository on it asks for its token
+  straight away (no second ``401``); Basic challenges (Amazon ECR) use
+  credentials from a provider (``GetAuthorizationToken``), sent up front;
+- redirects followed by hand (blobs on Docker Hub, ghcr.io and ECR live on a
+  CDN or S3): HTTPS only, and the ``Authorization`` header is never sent to
+  another host;
+- every body checked against its digest (a digest-pinned image really is that
+  image), and size-capped.
+
+Every HTTP exchange is recorded in :attr:`RegistryClient.round_trips`, so the
+benchmark counts them rather than guessing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import ipaddress
+import json
+import re
+import ssl
+import time
+import urllib.parse
+from base64 import b64decode, b64encode
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+DOCKER_MANIFEST_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_MANIFEST_V1 = "application/vnd.docker.distribution.manifest.v1+prettyjws"  # legacy, has "architecture"
+INDEX_TYPES = frozenset({OCI_INDEX, DOCKER_MANIFEST_LIST})
+MANIFEST_TYPES = frozenset({OCI_MANIFEST, DOCKER_MANIFEST})
+IMAGE_CONFIG_TYPES = frozenset(
+    {"application/vnd.oci.image.config.v1+json", "application/vnd.docker.container.image.v1+json"}
+)
+# One GET answers both "index" and "single manifest": the registry picks what it has.
+ACCEPT = ", ".join([OCI_INDEX, DOCKER_MANIFEST_LIST, OCI_MANIFEST, DOCKER_MANIFEST])
+
+DOCKER_HUB = "docker.io"
+DOCKER_HUB_API = "registry-1.docker.io"
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024  # Distribution's own limit for manifests
+MAX_BLOB_BYTES = 16 * 1024 * 1024  # image configs are KiBs; anything this big is not one
+MAX_REDIRECTS = 5
+USER_AGENT = "eks-gpu-infra-image-check/1"
+
+_DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
+_TAG = re.compile(r"^[\w][\w.-]{0,127}$")
+_REPO_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
+
+
+class ReferenceError(ValueError):
+    """An image reference no container runtime would accept."""
+
+
+class RegistryError(Exception):
+    """The registry could not answer: ``kind`` says why, so callers can word a warning.
+
+    Kinds: ``unreachable`` (DNS, connect, TLS, timeout), ``rate-limited`` (429),
+    ``unauthorized`` (401/403 after auth), ``not-found`` (404), ``insecure`` (would
+    need plain HTTP to a non-loopback host), ``credentials`` (no way to get
+    credentials), ``protocol`` (an answer that is not a valid OCI object).
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A parsed image reference, normalised the way Docker does (``nginx`` -> ``docker.io/library/nginx:latest``)."""
+
+    registry: str
+    repository: str
+    tag: str | None = None
+    digest: str | None = None
+
+    @property
+    def host(self) -> str:
+        """Where the API lives (``docker.io`` answers on ``registry-1.docker.io``)."""
+        return DOCKER_HUB_API if self.registry == DOCKER_HUB else self.registry
+
+    @property
+    def reference(self) -> str:
+        """What goes after ``/manifests/``: the digest if pinned (it wins over a tag), else the tag."""
+        return self.digest or self.tag or "latest"
+
+    def __str__(self) -> str:
+        text = f"{self.registry}/{self.repository}"
+        if self.tag:
+            text += f":{self.tag}"
+        if self.digest:
+            text += f"@{self.digest}"
+        return text
+
+
+def parse_reference(image: str) -> Reference:
+    """Parse ``image`` as a container runtime does; raise :class:`ReferenceError` if it cannot be pulled."""
+    if not isinstance(image, str) or not image or image != image.strip():
+        raise ReferenceError(f"image {image!r} is not a valid reference")
+    rest, digest = image, None
+    if "@" in rest:
+        rest, digest = rest.split("@", 1)
+        if not _DIGEST.match(digest):
+            raise ReferenceError(f"image {image!r}: digest must be sha256:<64 hex digits>")
+    first, slash, remainder = rest.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost" or first != first.lower()):
+        registry, path = first, remainder
+    else:
+        registry, path = DOCKER_HUB, rest
+    tag = None
+    last_slash = path.rfind("/")
+    colon = path.rfind(":")
+    if colon > last_slash:
+        path, tag = path[:colon], path[colon + 1 :]
+        if not _TAG.match(tag):
+            raise ReferenceError(f"image {image!r}: tag {tag!r} is not valid")
+    if registry in ("index.docker.io", "registry-1.docker.io"):
+        registry = DOCKER_HUB
+    if registry == DOCKER_HUB and "/" not in path:
+        path = f"library/{path}"
+    if not path or not all(_REPO_COMPONENT.match(part) for part in path.split("/")):
+        raise ReferenceError(f"image {image!r}: repository {path!r} is not valid (lowercase, [a-z0-9._-])")
+    if tag is None and digest is None:
+        tag = "latest"
+    return Reference(registry=registry, repository=path, tag=tag, digest=digest)
+
+
+def split_host(host: str) -> tuple[str, int | None]:
+    """``"[::1]:5000"`` -> ``("::1", 5000)``; ``"nvcr.io"`` -> ``("nvcr.io", None)``."""
+    if host.startswith("["):
+        end = host.find("]")
+        name, port = host[1:end], host[end + 2 :] if host[end + 1 : end + 2] == ":" else ""
+    elif host.count(":") == 1:
+        name, port = host.split(":")
+    else:
+        name, port = host, ""
+    return name, int(port) if port else None
+
+
+def is_loopback(host: str) -> bool:
+    """True for registries on this machine: ``localhost``, 127.0.0.0/8, ``[::1]`` (with or without port)."""
+    name, _ = split_host(host)
+    if name.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """One HTTP exchange with a registry, token service or blob CDN."""
+
+    method: str
+    url: str
+    status: int
+    purpose: str  # manifest | blob | token | redirect
+
+
+@dataclass(frozen=True)
+class Platforms:
+    """What an image offers: its platforms (``linux/arm64``, ``linux/arm/v7``) and where that came from."""
+
+    platforms: tuple[str, ...]
+    source: str  # "index" or "config"
+    digest: str
+
+
+Credentials = tuple[str, str]
+CredentialsProvider = Callable[[str], "Credentials | None"]
+
+
+@dataclass
+class _Challenge:
+    scheme: str
+    params: dict[str, str] = field(default_factory=dict)
+
+
+def parse_challenge(header: str) -> _Challenge:
+    """``Bearer realm="https://auth",service="reg",scope="repository:x:pull"`` -> scheme and params."""
+    scheme, _, rest = header.strip().partition(" ")
+    params: dict[str, str] = {}
+    for match in re.finditer(r'\s*([A-Za-z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))\s*,?', rest):
+        key, quoted, bare = match.groups()
+        params.setdefault(key.lower(), quoted.replace('\\"', '"') if quoted is not None else bare)
+    return _Challenge(scheme=scheme.lower(), params=params)
+
+
+class RegistryClient:
+    """Read-only registry access with bounded time: see the module docstring for the rules it keeps."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 10.0,
+        deadline: float = 30.0,
+        credentials: CredentialsProvider | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.deadline = deadline
+        self.credentials = credentials
+        self.ssl_context = ssl_context or ssl.create_default_context()
+        self.round_trips: list[RoundTrip] = []
+        self._challenges: dict[str, _Challenge] = {}  # per registry host
+        self._auth: dict[tuple[str, str], str] = {}  # (host, repository) -> Authorization value
+
+    # -- public API -------------------------------------------------------------------------
+
+    def platforms(self, ref: Reference) -> Platforms:
+        """The platforms ``ref`` offers: from the index if it is one, else from the config blob."""
+        stop = time.monotonic() + self.deadline
+        media_type, body, digest = self.manifest(ref, stop)
+        document = _json(body, f"manifest of {ref}")
+        if media_type in INDEX_TYPES:
+            found = []
+            for entry in document.get("manifests") or []:
+                platform = (entry or {}).get("platform") or {}
+                text = format_platform(platform)
+                if text and text != "unknown/unknown" and text not in found:  # buildx attestations
+                    found.append(text)
+            return Platforms(tuple(found), "index", digest)
+        if media_type in MANIFEST_TYPES:
+            config = document.get("config") or {}
+            config_type, config_digest = config.get("mediaType"), config.get("digest")
+            if config_type not in IMAGE_CONFIG_TYPES:
+                raise RegistryError(
+                    "protocol", f"{ref} is not a container image (config media type {config_type!r})"
+                )
+            if not isinstance(config_digest, str) or not _DIGEST.match(config_digest):
+                raise RegistryError("protocol", f"{ref}: manifest has no sha256 config digest")
+            blob = _json(self.blob(ref, config_digest, stop), f"config of {ref}")
+            return Platforms((format_platform(blob),), "config", digest)
+        if media_type == DOCKER_MANIFEST_V1:
+            return Platforms((format_platform({"os": "linux", **document}),), "manifest", digest)
+        raise RegistryError("protocol", f"{ref}: unexpected manifest media type {media_type!r}")
+
+    def manifest(self, ref: Reference, stop: float | None = None) -> tuple[str, bytes, str]:
+        """GET the manifest with every media type accepted; return (media type, body, digest)."""
+        path = f"/v2/{ref.repository}/manifests/{ref.reference}"
+        status, headers, body = self._get(
+            ref, path, {"Accept": ACCEPT}, "manifest", MAX_MANIFEST_BYTES, stop or self._stop()
+        )
+        if status == 404:
+            raise RegistryError("not-found", f"{ref} not found in its registry (HTTP 404)")
+        if status != 200:
+            raise RegistryError("protocol", f"{ref}: manifest request answered HTTP {status}")
+        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        if ref.digest and digest != ref.digest:
+            raise RegistryError("protocol", f"{ref}: registry returned content with digest {digest}")
+        announced = headers.get("docker-content-digest")
+        if announced and announced.startswith("sha256:") and announced != digest:
+            raise RegistryError(
+                "protocol", f"{ref}: content does not match Docker-Content-Digest {announced}"
+            )
+        media_type = headers.get("content-type", "").split(";")[0].strip()
+        if media_type not in INDEX_TYPES | MANIFEST_TYPES | {DOCKER_MANIFEST_V1}:
+            media_type = _json(body, f"manifest of {ref}").get("mediaType") or media_type
+        return media_type, body, digest
+
+    def blob(self, ref: Reference, digest: str, stop: float | None = None) -> bytes:
+        """GET a blob of ``ref``'s repository, checked against ``digest``."""
+        path = f"/v2/{ref.repository}/blobs/{digest}"
+        status, _, body = self._get(ref, path, {}, "blob", MAX_BLOB_BYTES, stop or self._stop())
+        if status == 404:
+            raise RegistryError("not-found", f"{ref}: config blob {digest} not found (HTTP 404)")
+        if status != 200:
+            raise RegistryError("protocol", f"{ref}: blob request answered HTTP {status}")
+        if "sha256:" + hashlib.sha256(body).hexdigest() != digest:
+            raise RegistryError("protocol", f"{ref}: blob content does not match {digest}")
+        return body
+
+    # -- HTTP and auth --------------------------------------------------------------------------
+
+    def _stop(self) -> float:
+        return time.monotonic() + self.deadline
+
+    def _base(self, host: str) -> str:
+        return ("http" if is_loopback(host) else "https") + "://" + host
+
+    def _get(
+        self, ref: Reference, path: str, headers: dict[str, str], purpose: str, limit: int, stop: float
+    ) -> tuple[int, dict[str, str], bytes]:
+        key = (ref.host, ref.repository)
+        if key not in self._auth:
+            self._authorize_ahead(ref, stop)
+        url = self._base(ref.host) + path
+        sent = self._auth.get(key)
+        status, answer, body = self._request(url, headers, sent, purpose, limit, stop)
+        if status == 401 and sent is None:  # a token we just got and was refused stays refused
+            challenge = parse_challenge(answer.get("www-authenticate", ""))
+            self._challenges[ref.host] = challenge
+            self._auth[key] = self._authorize(ref, challenge, stop)
+            status, answer, body = self._request(url, headers, self._auth[key], purpose, limit, stop)
+        if status in (401, 403):
+            raise RegistryError(
+                "unauthorized", f"{ref}: the registry refused access (HTTP {status}); private image?"
+            )
+        if status == 429:
+            retry = answer.get("retry-after")
+            raise RegistryError(
+                "rate-limited",
+                f"{ref}: rate limited (HTTP 429{', retry after ' + retry + ' s' if retry else ''})",
+            )
+        if status >= 500:
+            raise RegistryError("unreachable", f"{ref}: registry error HTTP {status}")
+        return status, answer, body
+
+    def _authorize_ahead(self, ref: Reference, stop: float) -> None:
+        """Skip the ``401`` when this registry's challenge or credentials are already known."""
+        challenge = self._challenges.get(ref.host)
+        if challenge is not None:
+            self._auth[(ref.host, ref.repository)] = self._authorize(ref, challenge, stop)
+            return
+        creds = self.credentials(ref.host) if self.credentials else None
+        if creds is not None:  # Amazon ECR: Basic, known up front
+            self._auth[(ref.host, ref.repository)] = _basic(creds)
+
+    def _authorize(self, ref: Reference, challenge: _Challenge, stop: float) -> str:
+        creds = self.credentials(ref.host) if self.credentials else None
+        if challenge.scheme == "basic":
+            if creds is None:
+                raise RegistryError(
+                    "unauthorized",
+                    f"{ref}: the registry wants credentials (Basic auth) and none are configured",
+                )
+            return _basic(creds)
+        if challenge.scheme != "bearer" or "realm" not in challenge.params:
+            raise RegistryError("protocol", f"{ref}: unsupported auth challenge {challenge.scheme!r}")
+        realm = challenge.params["realm"]
+        parsed = urllib.parse.urlsplit(realm)
+        if parsed.scheme not in ("https", "http") or not parsed.netloc:
+            raise RegistryError("protocol", f"{ref}: token realm {realm!r} is not an http(s) URL")
+        if parsed.scheme == "http" and not is_loopback(parsed.netloc):
+            raise RegistryError("insecure", f"{ref}: token realm {realm!r} is plain HTTP to a remote host")
+        query = {"scope": f"repository:{ref.repository}:pull"}
+        if "service" in challenge.params:
+            query["service"] = challenge.params["service"]
+        url = realm + ("&" if parsed.query else "?") + urllib.parse.urlencode(query)
+        status, _, body = self._request(
+            url, {"Accept": "application/json"}, _basic(creds) if creds else None, "token", 1 << 20, stop
+        )
+        if status in (401, 403):
+            raise RegistryError(
+                "unauthorized", f"{ref}: the token service refused a pull token (HTTP {status})"
+            )
+        if status == 429:
+            raise RegistryError("rate-limited", f"{ref}: the token service rate limited us (HTTP 429)")
+        if status != 200:
+            raise RegistryError("unreachable", f"{ref}: the token service answered HTTP {status}")
+        token = _json(body, "token response")
+        value = token.get("token") or token.get("access_token")
+        if not isinstance(value, str) or not value:
+            raise RegistryError("protocol", f"{ref}: the token service returned no token")
+        return f"Bearer {value}"
+
+    def _request(
+        self,
+        url: str,
+        headers: dict[str, str],
+        authorization: str | None,
+        purpose: str,
+        limit: int,
+        stop: float,
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One GET with redirects followed by hand; Authorization only ever goes to the first host."""
+        first_host = urllib.parse.urlsplit(url).netloc
+        for hop in range(MAX_REDIRECTS + 1):
+            parts = urllib.parse.urlsplit(url)
+            if parts.scheme == "http" and not is_loopback(parts.netloc):
+                raise RegistryError(
+                    "insecure", f"refusing plain HTTP to {parts.netloc} (only loopback may use it)"
+                )
+            if parts.scheme not in ("http", "https"):
+                raise RegistryError("protocol", f"refusing to follow {url!r}")
+            send = {"User-Agent": USER_AGENT, **headers}
+            if authorization and parts.netloc == first_host:
+                send["Authorization"] = authorization
+            status, answer, body = self._exchange(parts, send, limit, stop)
+            self.round_trips.append(
+                RoundTrip("GET", _redact(url), status, purpose if hop == 0 else "redirect")
+            )
+            if status in (301, 302, 303, 307, 308) and "location" in answer:
+                url = urllib.parse.urljoin(url, answer["location"])
+                continue
+            return status, answer, body
+        raise RegistryError("protocol", f"more than {MAX_REDIRECTS} redirects from {first_host}")
+
+    def _exchange(
+        self, parts: urllib.parse.SplitResult, headers: dict[str, str], limit: int, stop: float
+    ) -> tuple[int, dict[str, str], bytes]:
+        remaining = stop - time.monotonic()
+        if remaining <= 0:
+            raise RegistryError("unreachable", f"{parts.netloc}: no answer within {self.deadline:g} s")
+        timeout = min(self.timeout, remaining)
+        name, port = split_host(parts.netloc)
+        connection: http.client.HTTPConnection
+        if parts.scheme == "https":
+            connection = http.client.HTTPSConnection(name, port, timeout=timeout, context=self.ssl_context)
+        else:
+            connection = http.client.HTTPConnection(name, port, timeout=timeout)
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        try:
+            connection.request("GET", target or "/", headers=headers)
+            response = connection.getresponse()
+            answer = {k.lower(): v for k, v in response.getheaders()}
+            length = answer.get("content-length")
+            if length and length.isdigit() and int(length) > limit:
+                raise RegistryError("protocol", f"{parts.netloc}: answer of {length} bytes exceeds {limit}")
+            body = response.read(limit + 1)
+            if len(body) > limit:
+                raise RegistryError("protocol", f"{parts.netloc}: answer exceeds {limit} bytes")
+            return response.status, answer, body
+        except (OSError, http.client.HTTPException) as error:  # socket.timeout is an OSError
+            raise RegistryError("unreachable", f"{parts.netloc}: {type(error).__name__}: {error}") from None
+        finally:
+            connection.close()
+
+
+def format_platform(platform: dict[str, Any]) -> str:
+    """``{"os": "linux", "architecture": "arm", "variant": "v7"}`` -> ``linux/arm/v7``."""
+    parts = [str(platform.get("os") or "unknown"), str(platform.get("architecture") or "unknown")]
+    if platform.get("variant"):
+        parts.append(str(platform["variant"]))
+    return "/".join(parts)
+
+
+def _basic(creds: Credentials) -> str:
+    return "Basic " + b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+
+
+def _json(body: bytes, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        raise RegistryError("protocol", f"{what} is not JSON") from None
+    if not isinstance(value, dict):
+        raise RegistryError("protocol", f"{what} is not a JSON object")
+    return value
+
+
+def _redact(url: str) -> str:
+    """Signed CDN URLs carry credentials in their query: keep them out of logs."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(query="…" if parts.query else ""))
+
+
+_ECR_HOST = re.compile(r"^(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
+
+
+def ecr_registry(host: str) -> tuple[str, str] | None:
+    """``123456789012.dkr.ecr.us-west-2.amazonaws.com`` -> (account, region); None for other hosts."""
+    match = _ECR_HOST.match(host.lower())
+    return (match.group(1), match.group(2)) if match else None
+
+
+class EcrCredentials:
+    """Credentials for private Amazon ECR registries: ``GetAuthorizationToken`` with the AWS credentials at hand.
+
+    Those are the ones the stack already uses (environment, profile, SSO, role):
+    boto3 or botocore resolve them as the AWS provider does; ``profile`` is the
+    stack's ``aws:profile`` if it sets one. boto3/botocore are imported lazily
+    and only here: a workload-only install has neither, and then ECR images are
+    reported as not checked, saying so. One token per registry per process (ECR
+    tokens last 12 hours).
+    """
+
+    def __init__(self, profile: str | None = None, timeout: float = 10.0) -> None:
+        self.profile = profile
+        self.timeout = timeout
+        self._cache: dict[str, Credentials | RegistryError] = {}
+
+    def __call__(self, host: str) -> Credentials | None:
+        found = ecr_registry(host)
+        if found is None:
+            return None
+        if host not in self._cache:
+            try:
+                self._cache[host] = self._fetch(*found)
+            except RegistryError as error:
+                self._cache[host] = error
+        value = self._cache[host]
+        if isinstance(value, RegistryError):
+            raise value
+        return value
+
+    def _fetch(self, account: str, region: str) -> Credentials:
+        try:
+            client = self._client(region)
+        except ImportError:
+            raise RegistryError(
+                "credentials",
+                "private Amazon ECR needs boto3 or botocore to get a registry token, and neither is "
+                "importable here (pip install boto3)",
+            ) from None
+        try:
+            answer = client.get_authorization_token(registryIds=[account])
+            token = answer["authorizationData"][0]["authorizationToken"]
+            user, _, password = b64decode(token).decode().partition(":")
+        except Exception as error:  # botocore's errors: no credentials, denied, endpoint unreachable
+            raise RegistryError(
+                "credentials", f"ECR GetAuthorizationToken for {account} in {region} failed: {error}"
+            ) from None
+        return user, password
+
+    def _client(self, region: str) -> Any:
+        try:
+            import boto3  # type: ignore[import-not-found]
+            from botocore.config import Config
+
+            config = Config(
+                connect_timeout=self.timeout, read_timeout=self.timeout, retries={"max_attempts": 2}
+            )
+            return boto3.Session(profile_name=self.profile, region_name=region).client("ecr", config=config)
+        except ImportError:
+            import botocore.session
+            from botocore.config import Config
+
+            config = Config(
+                connect_timeout=self.timeout, read_timeout=self.timeout, retries={"max_attempts": 2}
+            )
+            session = botocore.session.Session(profile=self.profile)
+            return session.create_client("ecr", region_name=region, config=config)
