@@ -12,7 +12,10 @@ platform = GpuPlatform("gpu-platform", settings)
 
 pulumi.export("clusterName", settings.cluster_name)
 pulumi.export("kubeconfig", platform.kubeconfig)
-pulumi.export("placement", settings.placement.to_dict())
-pulumi.export("gpuNodeGroupName", platform.gpu_nodes.node_group_name)
+# The contract with its pools: consumer stacks pass this to GpuDeployment(placement=...).
+pulumi.export("placement", settings.contract.to_dict())
+pulumi.export(
+    "gpuNodeGroupNames", {pool: group.node_group_name for pool, group in platform.gpu_pools.items()}
+)
 pulumi.export("devicePluginRelease", platform.device_plugin.name)
 pulumi.export("devicePluginNamespace", platform.device_plugin.namespace)

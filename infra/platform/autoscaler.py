@@ -1,15 +1,23 @@
 """Cluster Autoscaler: GPU nodes only while GPU pods need them, scale from zero included.
 
-The GPU group's ASG carries the node-template tags (the contract's label and taint,
-its GPU count) so the autoscaler can build the node a pending pod would get while
-the group has no node to look at; ``node_template`` reads them back the way the
-autoscaler does (cloudprovider/aws), for the scheduling check.
+Discovery is limited to the GPU pools (``node_pools.discovery_tags``): EKS tags
+every managed group's ASG for discovery, and an autoscaler that also scaled the
+system group would fight ``pulumi up`` over its size. Each pool's ASG gets only
+tags EKS does not set (``node_pools.asg_tags``); ``node_template`` rebuilds, the way
+the autoscaler does, the node it imagines for a pool at zero, for the tests and
+the preview.
+
+Start order: the release waits for its Pod Identity association and the
+``eks-pod-identity-agent`` add-on; a pod started before them gets no AWS
+credentials (Pod Identity injects them at pod creation) and hop limit 1 leaves it
+no IMDS fallback.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -18,16 +26,20 @@ import pulumi_kubernetes as k8s
 
 from infra.platform.config import AutoscalerConfig
 from infra.platform.instance_types import ARM_NVIDIA
-from infra.workloads.placement import GPU_RESOURCE, Placement
+from infra.platform.node_pools import AUTOSCALED_TAG, AUTOSCALED_VALUE, TEMPLATE, asg_tags, discovery_tags
+from infra.workloads.placement import GPU_RESOURCE, GpuPool, Placement
 from infra.workloads.scheduling import Node
 
 CHART = "cluster-autoscaler"
 REPOSITORY = "https://kubernetes.github.io/autoscaler"
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
-TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
-# The autoscaler's image must match the cluster's minor version (newest patch each).
-IMAGE_TAGS = {"1.32": "v1.32.7", "1.33": "v1.33.6", "1.34": "v1.34.5", "1.35": "v1.35.2"}
+# The autoscaler's image must match the cluster's minor version: the newest patch of
+# each (tags cluster-autoscaler-1.35.2 and -1.36.1 in kubernetes/autoscaler).
+IMAGE_TAGS = {"1.35": "v1.35.2", "1.36": "v1.36.1"}
+# Priority expander (expander/priority): higher wins; regexes match the ASG name,
+# which for managed groups is eks-<nodegroup name>-<uuid>.
+SPOT_PRIORITY, ON_DEMAND_PRIORITY = 50, 10
 
 POD_IDENTITY_TRUST_POLICY: dict[str, Any] = {
     "Version": "2012-10-17",
@@ -68,7 +80,7 @@ def iam_policy(cluster_name: str, region: str, account_id: str) -> dict[str, Any
                 "Resource": f"arn:aws:eks:{region}:{account_id}:nodegroup/{cluster_name}/*/*",
             },
             {
-                "Sid": "ScaleOnlyThisClustersGroups",
+                "Sid": "ScaleOnlyThisClustersGpuPools",
                 "Effect": "Allow",
                 "Action": [
                     "autoscaling:SetDesiredCapacity",
@@ -76,61 +88,80 @@ def iam_policy(cluster_name: str, region: str, account_id: str) -> dict[str, Any
                 ],
                 "Resource": "*",
                 "Condition": {
-                    "StringEquals": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned"}
+                    "StringEquals": {
+                        f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned",
+                        f"aws:ResourceTag/{AUTOSCALED_TAG}": AUTOSCALED_VALUE,
+                    }
                 },
             },
         ],
     }
 
 
-def asg_tags(cluster_name: str, placement: Placement, instance_types: tuple[str, ...]) -> dict[str, str]:
-    """Discovery and node-template tags for the GPU group's ASG (EKS does not copy labels or taints there)."""
-    taint = placement.node_taint()
-    return {
-        "k8s.io/cluster-autoscaler/enabled": "true",
-        f"k8s.io/cluster-autoscaler/{cluster_name}": "owned",
-        f"{TEMPLATE}/label/{placement.key}": placement.value,
-        f"{TEMPLATE}/taint/{taint['key']}": f"{taint['value']}:{taint['effect']}",
-        # The fewest GPUs any of the group's types has: never promise more than a node brings.
-        f"{TEMPLATE}/resources/{GPU_RESOURCE}": str(min(ARM_NVIDIA[t].gpus for t in instance_types)),
-    }
-
-
 def node_template(name: str, tags: Mapping[str, str], instance_type: str) -> Node:
-    """The node the autoscaler imagines for a group at zero, built from its ASG tags."""
+    """The node the autoscaler imagines for a pool at zero, from its tags, in its order.
+
+    ``buildNodeFromTemplate``: the instance table's GPU count first, then a
+    ``node-template/resources`` tag overwrites it; labels and taints from the
+    ``node-template`` tags.
+    """
     labels = {
         k.removeprefix(f"{TEMPLATE}/label/"): v for k, v in tags.items() if k.startswith(f"{TEMPLATE}/label/")
     }
     taints = []
     for key, value in tags.items():
         if key.startswith(f"{TEMPLATE}/taint/"):
-            taint_value, _, effect = value.rpartition(":")
+            taint_value, _, effect = value.partition(":")  # split at the first ':' as the autoscaler does
             taints.append(
                 {"key": key.removeprefix(f"{TEMPLATE}/taint/"), "value": taint_value, "effect": effect}
             )
-    gpus = int(tags.get(f"{TEMPLATE}/resources/{GPU_RESOURCE}", ARM_NVIDIA[instance_type].gpus))
+    gpus = ARM_NVIDIA[instance_type].gpus
+    gpus = int(tags.get(f"{TEMPLATE}/resources/{GPU_RESOURCE}", gpus))
     node = Node.from_node_group(name, labels=labels, instance_type=instance_type, arch="arm64", gpus=gpus)
     return Node(name=node.name, labels=node.labels, taints=tuple(taints), allocatable=node.allocatable)
 
 
+def expander_priorities(pools: Sequence[GpuPool]) -> dict[str, list[str]]:
+    """Spot pools first; on-demand pools are the fallback when spot is backed off or at max.
+
+    Keys are text: Pulumi's wire format has string map keys only; the chart renders
+    each as ``{{ $k | int }}:`` (templates/priority-expander-configmap.yaml).
+    """
+    priorities: dict[str, list[str]] = {}
+    for pool in pools:
+        priority = str(SPOT_PRIORITY if pool.capacity_type == "SPOT" else ON_DEMAND_PRIORITY)
+        # node group names are gpu-<pool>-<digits> (a name prefix), the ASG eks-<node group>-<uuid>
+        priorities.setdefault(priority, []).append(f"^eks-gpu-{re.escape(pool.name)}-[0-9]+-")
+    return priorities
+
+
 def helm_values(
-    config: AutoscalerConfig, cluster_name: str, region: str, kubernetes_version: str
+    config: AutoscalerConfig, cluster_name: str, region: str, kubernetes_version: str, placement: Placement
 ) -> dict[str, Any]:
-    return {
+    expander = config.expander
+    priorities = expander_priorities(placement.pools)
+    spot_and_on_demand = len(priorities) > 1
+    if spot_and_on_demand:
+        # Spot first, on-demand as fallback; ties broken by the configured expander.
+        expander = "priority" if config.expander == "priority" else f"priority,{config.expander}"
+    values: dict[str, Any] = {
         "cloudProvider": "aws",
         "awsRegion": region,
-        "autoDiscovery": {"clusterName": cluster_name},
+        "autoDiscovery": {"clusterName": cluster_name, "tags": discovery_tags(cluster_name)},
         "image": {"tag": IMAGE_TAGS[kubernetes_version]},
         "fullnameOverride": "cluster-autoscaler",
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         # On the untainted system nodes, never on the GPU nodes it scales away.
         "nodeSelector": {"node-role": "system"},
         "extraArgs": {
-            "expander": config.expander,
+            "expander": expander,
             "scale-down-unneeded-time": config.scale_down_unneeded_time,
             "balance-similar-node-groups": str(config.balance_similar_node_groups).lower(),
         },
     }
+    if spot_and_on_demand:
+        values["expanderPriorities"] = priorities
+    return values
 
 
 def autoscaler(
@@ -141,27 +172,29 @@ def autoscaler(
     region: str,
     kubernetes_version: str,
     placement: Placement,
-    gpu_instance_types: tuple[str, ...],
-    gpu_asg_name: pulumi.Output[str],
+    pool_asg_names: Mapping[str, pulumi.Output[str]],
+    pod_identity_agent: pulumi.Resource,
     opts: pulumi.ResourceOptions,
     k8s_opts: pulumi.ResourceOptions,
 ) -> k8s.helm.v3.Release:
-    for key, value in asg_tags(cluster_name, placement, gpu_instance_types).items():
-        aws.autoscaling.Tag(
-            f"{name}-tag-{key.removeprefix('k8s.io/cluster-autoscaler/').replace('/', '-').replace('.', '-')}",
-            autoscaling_group_name=gpu_asg_name,
-            tag={"key": key, "value": value, "propagate_at_launch": False},
-            opts=opts,
-        )
-    account = aws.get_caller_identity_output()
+    for pool in placement.pools:
+        for key, value in asg_tags(cluster_name, placement, pool).items():
+            short = key.removeprefix(f"{TEMPLATE}/").replace("/", "-").replace(".", "-")
+            aws.autoscaling.Tag(
+                f"{name}-{pool.name}-{short}",
+                autoscaling_group_name=pool_asg_names[pool.name],
+                tag={"key": key, "value": value, "propagate_at_launch": False},
+                opts=opts,
+            )
+    account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=opts.parent))
     role = aws.iam.Role(f"{name}-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts)
-    aws.iam.RolePolicy(
+    policy = aws.iam.RolePolicy(
         f"{name}-policy",
         role=role.id,
         policy=account.account_id.apply(lambda a: json.dumps(iam_policy(cluster_name, region, a))),
         opts=opts,
     )
-    aws.eks.PodIdentityAssociation(
+    association = aws.eks.PodIdentityAssociation(
         f"{name}-identity",
         cluster_name=cluster_name,
         namespace=NAMESPACE,
@@ -176,9 +209,11 @@ def autoscaler(
         version=config.chart_version,
         repository_opts={"repo": REPOSITORY},
         namespace=NAMESPACE,
-        values=helm_values(config, cluster_name, region, kubernetes_version),
+        values=helm_values(config, cluster_name, region, kubernetes_version, placement),
         atomic=True,
         cleanup_on_fail=True,
         timeout=600,
-        opts=k8s_opts,
+        opts=pulumi.ResourceOptions.merge(
+            k8s_opts, pulumi.ResourceOptions(depends_on=[association, policy, pod_identity_agent])
+        ),
     )

@@ -3,17 +3,29 @@
 API authentication mode (access entries, no aws-auth ConfigMap), no default node
 group and no extra security groups: managed nodes use the cluster's primary
 security group, which EKS manages.
+
+Who else writes here:
+- EKS gives the identity that creates the cluster an admin access entry itself
+  (pulumi-eks hard-codes ``bootstrapClusterCreatorAdminPermissions``), and adds
+  EC2_LINUX entries for managed node groups' roles. ``clusterAdmins`` adds the rest;
+  listing the creator again fails with 409 ResourceInUseException.
+- pulumi-eks installs vpc-cni and kube-proxy as EKS add-ons and, unless given a
+  version, picks the newest on every run; both are pinned here (``addons.py``).
 """
 
 from __future__ import annotations
+
+import re
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_eks as eks
 
+from infra.platform import addons
 from infra.platform.config import PlatformConfig
 
 LOG_TYPES = ("api", "audit", "authenticator")
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 
 
 def secrets_key(name: str, opts: pulumi.ResourceOptions) -> aws.kms.Key:
@@ -27,6 +39,49 @@ def secrets_key(name: str, opts: pulumi.ResourceOptions) -> aws.kms.Key:
     )
 
 
+def access_entry_key(principal_arn: str, index: int, secret: bool) -> str:
+    """A stable name per principal, so reordering the list replaces nothing.
+
+    A secret list must not leak into resource names (URNs are never encrypted): by position then.
+    """
+    if secret:
+        return f"admin-{index}"
+    kind, _, path = principal_arn.split(":", 5)[-1].partition("/")
+    return re.sub(r"[^a-z0-9-]", "-", f"{kind}-{path.rsplit('/', 1)[-1]}".lower())
+
+
+def access_entries(config: PlatformConfig) -> dict[str, eks.AccessEntryArgs]:
+    """``clusterAdmins`` as cluster-scoped ``AmazonEKSClusterAdminPolicy`` access entries."""
+    secret = "clusterAdmins" in config.secret_keys
+    return {
+        access_entry_key(arn, index, secret): eks.AccessEntryArgs(
+            principal_arn=config.secret("clusterAdmins", arn),
+            access_policies={
+                "cluster-admin": eks.AccessPolicyAssociationArgs(
+                    policy_arn=CLUSTER_ADMIN_POLICY, access_scope={"type": "cluster"}
+                )
+            },
+        )
+        for index, arn in enumerate(config.cluster_admins)
+    }
+
+
+def _warn_if_creator_listed(caller_arn: str, admins: tuple[str, ...]) -> None:
+    """The caller may be the creator, whom EKS already made admin: a second entry would fail."""
+    parts = caller_arn.split(":", 5)
+    if len(parts) < 6:
+        return
+    account, resource = parts[4], parts[5]
+    name = resource.split("/")[1] if resource.startswith("assumed-role/") else resource.rsplit("/", 1)[-1]
+    for arn in admins:
+        if arn.split(":", 5)[4] == account and arn.rsplit("/", 1)[-1] == name:
+            pulumi.log.warn(
+                f"clusterAdmins lists {arn}, which is running this deployment: if it also created the "
+                "cluster, EKS already gave it an admin access entry and CreateAccessEntry fails with "
+                "ResourceInUseException; remove it from clusterAdmins in that case"
+            )
+
+
 def cluster(
     name: str,
     config: PlatformConfig,
@@ -38,20 +93,39 @@ def cluster(
     opts: pulumi.ResourceOptions,
 ) -> eks.Cluster:
     endpoint = config.endpoint
+    version = config.kubernetes_version
+    if config.cluster_admins and "clusterAdmins" not in config.secret_keys:
+        aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=opts.parent)).arn.apply(
+            lambda arn: _warn_if_creator_listed(arn, config.cluster_admins)
+        )
     return eks.Cluster(
         name,
         name=config.cluster_name,
-        version=config.kubernetes_version,
+        version=version,
         vpc_id=vpc_id,
         private_subnet_ids=private_subnet_ids,
         public_subnet_ids=public_subnet_ids,
         authentication_mode=eks.AuthenticationMode.API,
+        access_entries=access_entries(config),
         skip_default_node_group=True,
         skip_default_security_groups=True,
         endpoint_private_access=endpoint.private_access,
         endpoint_public_access=endpoint.public_access,
-        public_access_cidrs=list(endpoint.public_access_cidrs) if endpoint.public_access else None,
+        public_access_cidrs=config.secret("endpoint", list(endpoint.public_access_cidrs))
+        if endpoint.public_access
+        else None,
         encryption_config_key_arn=key.arn,
         enabled_cluster_log_types=list(LOG_TYPES),
+        vpc_cni_options=eks.VpcCniOptionsArgs(
+            addon_version=addons.version("vpc-cni", version),
+            enable_network_policy=True,
+            resolve_conflicts_on_create=eks.ResolveConflictsOnCreate.OVERWRITE,
+            resolve_conflicts_on_update=eks.ResolveConflictsOnUpdate.OVERWRITE,
+        ),
+        kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(
+            version=addons.version("kube-proxy", version),
+            resolve_conflicts_on_create=eks.ResolveConflictsOnCreate.OVERWRITE,
+            resolve_conflicts_on_update=eks.ResolveConflictsOnUpdate.OVERWRITE,
+        ),
         opts=opts,
     )

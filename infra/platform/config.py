@@ -1,431 +1,510 @@
 """Typed, validated stack config: every setting checked before any resource is declared.
 
-Read from plain data (what ``Pulumi.<stack>.yaml`` holds), so it is testable and
-reusable without the engine; :func:`from_pulumi` is the thin adapter. Every error
-names the key and what is allowed.
+One pydantic model per config section (strict: unknown keys are refused with a
+"did you mean", wrong types at any depth are refused naming the key). Read from
+plain data (what ``Pulumi.<stack>.yaml`` holds), so it is testable without the
+engine; :func:`from_pulumi` is the thin adapter. The README's configuration
+reference is generated from these models (``infra.platform.config_docs``).
 """
 
 from __future__ import annotations
 
 import difflib
 import ipaddress
-import json
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar
 
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from infra.platform import config_types as t
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
-from infra.workloads.placement import Placement, PlacementError
+from infra.workloads.placement import POOL_LABEL, GpuPool, Placement, PlacementError
 
-SUPPORTED_KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
-DEFAULT_KUBERNETES_VERSION = "1.34"
+# EKS standard support (AWS user guide, "kubernetes-versions"): 1.34 ended on
+# 2026-12-02, 1.35 runs to 2027-03-27, 1.36 to about 2027-08. Clusters move one
+# minor at a time, so a 1.34 stack upgrades to 1.35 first.
+SUPPORTED_KUBERNETES_VERSIONS = ("1.35", "1.36")
+DEFAULT_KUBERNETES_VERSION = "1.35"
 CAPACITY_TYPES = ("ON_DEMAND", "SPOT")
 NAT_GATEWAYS = ("Single", "OnePerAz")
+EXPANDERS = ("least-waste", "priority", "random", "most-pods")
 DEVICE_PLUGIN_CHART_VERSION = "0.20.0"
 MIN_GPU_DISK_GIB = 50  # CUDA base images alone are several GiB; models come on top
+# The device plugin refuses fewer than 2 replicas (api/config/v1/replicas.go); above
+# 16 a T4G's 16 GB leaves under 1 GB a slice, which no model we know of fits.
+MAX_TIME_SLICES = 16
+# Subnets each AZ gets in a new VPC: nodes and pods (VPC CNI) in private, load balancers in public.
+PRIVATE_SUBNET_PREFIX = 19
+PUBLIC_SUBNET_PREFIX = 22
+_IAM_PRINCIPAL = r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}"
 
 
 class ConfigError(ValueError):
     """A setting with a value the platform refuses; the message names the key and what is allowed."""
 
 
-def check_kubernetes_version(version: object, setting: str = "kubernetesVersion") -> str:
-    if not isinstance(version, str) or version not in SUPPORTED_KUBERNETES_VERSIONS:
-        raise ConfigError(
-            f"{setting} must be one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} (a quoted string), got {version!r}"
-        )
-    return version
+class Section(BaseModel):
+    """A config object: camelCase keys as in the stack file, unknown keys refused with a suggestion."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+    _internal: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object_with_known_keys(cls, value: Any) -> Any:
+        value = t.json_object(value)
+        allowed = [f.alias or name for name, f in cls.model_fields.items() if name not in cls._internal]
+        if not isinstance(value, Mapping):
+            raise ValueError(f"must be an object with keys {', '.join(allowed)}, got {value!r}")
+        names = set(cls.model_fields)  # Python field names, for models built in code
+        for key in value:
+            if key not in allowed and key not in names:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                raise PydanticCustomError(
+                    "unknown_setting",
+                    "unknown setting",
+                    {"key": key, "close": close[0] if close else "", "allowed": ", ".join(allowed)},
+                )
+        return value
 
 
-@dataclass(frozen=True)
-class NetworkConfig:
+class NetworkConfig(Section):
     """An existing VPC (vpcId + subnets) or a new one (cidr, availabilityZones, natGateways)."""
 
-    vpc_id: str | None = None
-    private_subnet_ids: tuple[str, ...] = ()
-    public_subnet_ids: tuple[str, ...] = ()
-    cidr: str = "10.0.0.0/16"
-    availability_zones: int = 3
-    nat_gateways: str = "Single"
+    vpc_id: Annotated[str | None, BeforeValidator(t.text(r"vpc-[0-9a-f]{8,17}", "a VPC ID (vpc-...)"))] = None
+    private_subnet_ids: Annotated[
+        tuple[str, ...],
+        BeforeValidator(t.items(t.text(r"subnet-[0-9a-f]{8,17}", "a subnet ID"), min_items=2)),
+    ] = ()
+    public_subnet_ids: Annotated[
+        tuple[str, ...], BeforeValidator(t.items(t.text(r"subnet-[0-9a-f]{8,17}", "a subnet ID")))
+    ] = ()
+    cidr: Annotated[str, BeforeValidator(t.ipv4_cidr)] = "10.0.0.0/16"
+    availability_zones: Annotated[int, BeforeValidator(t.whole(2, 6))] = 3
+    nat_gateways: Annotated[str, BeforeValidator(t.one_of(NAT_GATEWAYS))] = "Single"
+
+    @model_validator(mode="after")
+    def _one_kind_of_vpc(self) -> NetworkConfig:
+        given = self.model_fields_set
+        existing = {"vpc_id", "private_subnet_ids", "public_subnet_ids"} & given
+        new = {"cidr", "availability_zones", "nat_gateways"} & given
+        if existing and new:
+            names = sorted(to_camel(n) for n in existing | new)
+            raise ValueError(
+                ": either an existing VPC (vpcId, privateSubnetIds, publicSubnetIds) or a new one "
+                f"(cidr, availabilityZones, natGateways), not both; got {names}"
+            )
+        if existing and not {"vpc_id", "private_subnet_ids"} <= existing:
+            raise ValueError(
+                ": an existing VPC needs both vpcId and privateSubnetIds (at least two, in two AZs)"
+            )
+        if not self.vpc_id:
+            subnet_layout(self.cidr, self.availability_zones)  # refuses a CIDR too small for the subnets
+        return self
 
 
-@dataclass(frozen=True)
-class EndpointConfig:
-    private_access: bool = True
-    public_access: bool = True
-    public_access_cidrs: tuple[str, ...] = ()
+def subnet_layout(cidr: str, zones: int) -> tuple[list[str], list[str]]:
+    """The private and public subnet CIDRs a new VPC gets: private ones first, then public, aligned.
 
-
-@dataclass(frozen=True)
-class NodeGroupConfig:
-    instance_types: tuple[str, ...]
-    min_size: int
-    desired_size: int
-    max_size: int
-    disk_size_gib: int
-    capacity_type: str = "ON_DEMAND"
-
-
-@dataclass(frozen=True)
-class DevicePluginConfig:
-    chart_version: str = DEVICE_PLUGIN_CHART_VERSION
-    namespace: str = "nvidia-device-plugin"
-
-
-@dataclass(frozen=True)
-class AutoscalerConfig:
-    enabled: bool = True
-    chart_version: str = "9.59.0"
-    expander: str = "least-waste"
-    scale_down_unneeded_time: str = "10m"
-    balance_similar_node_groups: bool = True
-
-
-EXPANDERS = ("least-waste", "priority", "random", "most-pods")
-
-
-@dataclass(frozen=True)
-class PlatformConfig:
-    region: str
-    cluster_name: str
-    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
-    network: NetworkConfig = field(default_factory=NetworkConfig)
-    endpoint: EndpointConfig = field(default_factory=EndpointConfig)
-    system_nodes: NodeGroupConfig = field(
-        default_factory=lambda: NodeGroupConfig(
-            ("t4g.large",), min_size=2, desired_size=2, max_size=3, disk_size_gib=30
+    Computed here, not left to awsx's allocator, so a CIDR that cannot hold them is
+    refused with the size that would.
+    """
+    vpc = ipaddress.ip_network(cidr)
+    private = list(vpc.subnets(new_prefix=PRIVATE_SUBNET_PREFIX))[:zones] if vpc.prefixlen <= 19 else []
+    taken = private[-1].broadcast_address if private else None
+    public = (
+        [
+            s
+            for s in vpc.subnets(new_prefix=PUBLIC_SUBNET_PREFIX)
+            if taken is None or s.network_address > taken
+        ]
+        if vpc.prefixlen <= PUBLIC_SUBNET_PREFIX
+        else []
+    )[:zones]
+    if len(private) < zones or len(public) < zones:
+        needed = zones * (2 ** (32 - PRIVATE_SUBNET_PREFIX) + 2 ** (32 - PUBLIC_SUBNET_PREFIX))
+        smallest = next(p for p in range(PRIVATE_SUBNET_PREFIX, 0, -1) if 2 ** (32 - p) >= needed)
+        raise ValueError(
+            f".cidr {cidr} cannot hold {zones} private /{PRIVATE_SUBNET_PREFIX} and {zones} public "
+            f"/{PUBLIC_SUBNET_PREFIX} subnets ({needed} addresses; pods take VPC addresses too): use a "
+            f"/{smallest} or larger, e.g. 10.0.0.0/16"
         )
-    )
-    gpu_nodes: NodeGroupConfig = field(
-        default_factory=lambda: NodeGroupConfig(
-            ("g5g.xlarge",), min_size=0, desired_size=1, max_size=2, disk_size_gib=100
-        )
-    )
-    placement: Placement = field(default_factory=Placement)
-    device_plugin: DevicePluginConfig = field(default_factory=DevicePluginConfig)
-    autoscaler: AutoscalerConfig = field(default_factory=AutoscalerConfig)
-    production: bool = False
+    return [str(s) for s in private], [str(s) for s in public]
 
 
-# --- field parsers: each takes (value, setting) and returns the typed value or raises ---
+class EndpointConfig(Section):
+    private_access: t.Flag = True
+    public_access: t.Flag = True
+    public_access_cidrs: Annotated[tuple[str, ...], BeforeValidator(t.items(t.ipv4_cidr, min_items=1))] = ()
 
-Parser = Callable[[Any, str], Any]
-
-
-def _str(pattern: str | None = None, hint: str = "") -> Parser:
-    def parse(value: Any, setting: str) -> str:
-        if not isinstance(value, str) or not value or (pattern and not re.fullmatch(pattern, value)):
-            raise ConfigError(f"{setting} must be {hint or 'a non-empty string'}, got {value!r}")
-        return value
-
-    return parse
-
-
-def _choice(choices: Sequence[str] | Mapping[str, Any], what: str | None = None) -> Parser:
-    def parse(value: Any, setting: str) -> str:
-        if value not in choices:
-            allowed = ", ".join(choices)
-            if what:
-                raise ConfigError(f"{setting}: {value!r} is not {what}; allowed: {allowed}")
-            raise ConfigError(f"{setting} must be one of {allowed}, got {value!r}")
-        return value
-
-    return parse
+    @model_validator(mode="after")
+    def _reachable_and_explicit(self) -> EndpointConfig:
+        if not self.private_access and not self.public_access:
+            raise ValueError(
+                ": privateAccess and publicAccess cannot both be false; nothing could reach the API"
+            )
+        if self.public_access and not self.public_access_cidrs:
+            raise ValueError(
+                ".publicAccessCidrs is required while endpoint.publicAccess is true: list the CIDRs that may "
+                "reach the Kubernetes API (e.g. your VPN egress /32), or set endpoint.publicAccess to false"
+            )
+        if not self.public_access and self.public_access_cidrs:
+            raise ValueError(
+                ".publicAccessCidrs is set but endpoint.publicAccess is false; remove one of them"
+            )
+        return self
 
 
-def _int(low: int, high: int) -> Parser:
-    def parse(value: Any, setting: str) -> int:
-        if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ConfigError(f"{setting} must be a whole number from {low} to {high}, got {value!r}")
-        return value
+class NodeGroupConfig(Section):
+    """What an EKS managed node group's CreateNodegroup takes: types, sizes, disk, capacity type."""
 
-    return parse
+    instance_types: Annotated[
+        tuple[str, ...],
+        BeforeValidator(t.items(t.one_of(ARM_SYSTEM, "an Arm (Graviton) system type"), min_items=1)),
+    ] = ("t4g.large",)
+    min_size: t.Count = 2
+    desired_size: t.Count | None = None
+    """Initial size; defaults to minSize. With the autoscaler on, GPU pools leave it to the autoscaler."""
+    # CreateNodegroup: maxSize is at least 1 (botocore's EKS model, NodegroupScalingConfig).
+    max_size: Annotated[int, BeforeValidator(t.whole(1, 450))] = 3
+    disk_size_gib: Annotated[int, BeforeValidator(t.whole(20, 16384)), Field(alias="diskSizeGiB")] = 30
+    capacity_type: Annotated[str, BeforeValidator(t.one_of(CAPACITY_TYPES))] = "ON_DEMAND"
+
+    @model_validator(mode="after")
+    def _sizes_in_order(self) -> NodeGroupConfig:
+        if self.min_size > self.max_size:
+            raise ValueError(f": minSize ({self.min_size}) must not exceed maxSize ({self.max_size})")
+        if self.desired_size is not None and not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError(
+                f".desiredSize ({self.desired_size}) must be within minSize..maxSize "
+                f"({self.min_size}..{self.max_size})"
+            )
+        return self
+
+    @property
+    def initial_size(self) -> int:
+        return self.min_size if self.desired_size is None else self.desired_size
 
 
-def _bool(value: Any, setting: str) -> bool:
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    if not isinstance(value, bool):
-        raise ConfigError(f"{setting} must be true or false, got {value!r}")
+class TimeSlicingConfig(Section):
+    replicas: Annotated[int, BeforeValidator(t.whole(2, MAX_TIME_SLICES))]
+
+
+class SharingConfig(Section):
+    time_slicing: TimeSlicingConfig
+
+
+class GpuPoolConfig(NodeGroupConfig):
+    """A GPU pool: a managed node group of one GPU count, tainted and labelled by the contract."""
+
+    instance_types: Annotated[
+        tuple[str, ...],
+        BeforeValidator(t.items(t.one_of(ARM_NVIDIA, "an Arm NVIDIA instance type"), min_items=1)),
+    ] = ("g5g.xlarge",)
+    min_size: t.Count = 0
+    max_size: Annotated[int, BeforeValidator(t.whole(1, 450))] = 2
+    disk_size_gib: Annotated[int, BeforeValidator(lambda v: _gpu_disk(v)), Field(alias="diskSizeGiB")] = 100
+    sharing: SharingConfig | None = None
+    node_repair: t.Flag = True
+    """EKS node auto-repair: replace a node whose health checks fail."""
+
+    @model_validator(mode="after")
+    def _one_gpu_count(self) -> GpuPoolConfig:
+        counts = {name: ARM_NVIDIA[name].gpus for name in self.instance_types}
+        if len(set(counts.values())) > 1:
+            raise ValueError(
+                f".instanceTypes mix GPU counts {counts}: the autoscaler's node template must promise what "
+                "every node of the pool brings; put types with different GPU counts in separate pools"
+            )
+        return self
+
+    @property
+    def gpus_per_node(self) -> int:
+        return ARM_NVIDIA[self.instance_types[0]].gpus
+
+    @property
+    def time_slicing_replicas(self) -> int:
+        return self.sharing.time_slicing.replicas if self.sharing else 1
+
+
+def _gpu_disk(value: Any) -> int:
+    size = t.whole(20, 16384)(value)
+    if size < MIN_GPU_DISK_GIB:
+        raise ValueError(f"must be at least {MIN_GPU_DISK_GIB} for CUDA images, got {size}")
+    return size
+
+
+def _pool_name(value: Any) -> str:
+    try:
+        GpuPool(name=value, gpus_per_node=1)
+    except PlacementError:
+        raise ValueError(
+            f"pool name {value!r} must be a valid label value: 1-63 letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit"
+        ) from None
     return value
 
 
-def _list(item: Parser, *, min_items: int = 0) -> Parser:
-    def parse(value: Any, setting: str) -> tuple[Any, ...]:
-        if not isinstance(value, (list, tuple)) or len(value) < min_items:
-            raise ConfigError(f"{setting} must be a list of at least {min_items} item(s), got {value!r}")
-        items = tuple(item(v, f"{setting}[{i}]") for i, v in enumerate(value))
-        if len(set(items)) != len(items):
-            raise ConfigError(f"{setting} lists an item twice: {list(value)}")
-        return items
-
-    return parse
+class PlacementConfig(Section):
+    key: Any = "GPU"
+    value: Any = "true"
 
 
-def _cidr(value: Any, setting: str) -> str:
-    try:
-        return str(ipaddress.ip_network(value, strict=True))
-    except (TypeError, ValueError):
-        raise ConfigError(f"{setting} must be an IPv4 CIDR such as 203.0.113.0/24, got {value!r}") from None
+class DevicePluginConfig(Section):
+    chart_version: Annotated[
+        str, BeforeValidator(t.text(r"\d+\.\d+\.\d+", "a pinned chart version such as 0.20.0"))
+    ] = DEVICE_PLUGIN_CHART_VERSION
+    namespace: Annotated[
+        str,
+        BeforeValidator(
+            t.text(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a namespace name (lower-case, <= 63 chars)")
+        ),
+    ] = "nvidia-device-plugin"
+
+    @model_validator(mode="after")
+    def _own_namespace(self) -> DevicePluginConfig:
+        if self.namespace in ("default", "kube-system"):
+            raise ValueError(
+                f".namespace must be its own namespace, not {self.namespace!r} (the chart refuses 'default')"
+            )
+        return self
 
 
-_SUBNET = _str(r"subnet-[0-9a-f]{8,17}", "a subnet ID (subnet-...)")
+class AutoscalerConfig(Section):
+    enabled: t.Flag = True
+    chart_version: Annotated[
+        str, BeforeValidator(t.text(r"\d+\.\d+\.\d+", "a pinned chart version such as 9.59.0"))
+    ] = "9.59.0"
+    expander: Annotated[str, BeforeValidator(t.one_of(EXPANDERS))] = "least-waste"
+    scale_down_unneeded_time: Annotated[str, BeforeValidator(t.duration())] = "10m"
+    balance_similar_node_groups: t.Flag = True
 
 
-def _object(value: Any, setting: str, fields: Mapping[str, Parser]) -> dict[str, Any]:
-    """Parse a config object; unknown keys are an error with a suggestion, never ignored."""
-    if isinstance(value, str):
+def _default_pools() -> dict[str, Any]:
+    return {"default": {}}
+
+
+_SECTION = Field(default_factory=dict, validate_default=True)  # defaults go through the same checks
+
+
+class PlatformConfig(Section):
+    """The whole stack config. ``region`` and ``cluster_name`` default from the stack."""
+
+    _internal: ClassVar[frozenset[str]] = frozenset({"region", "secret_keys"})
+
+    region: str
+    secret_keys: frozenset[str] = frozenset()
+    """Config keys set with ``--secret``: their values reach resources only as secret Outputs."""
+    cluster_name: Annotated[
+        str, BeforeValidator(t.text(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", "1-100 letters, digits, '-' or '_'"))
+    ]
+    kubernetes_version: Annotated[str, BeforeValidator(lambda v: _kubernetes_version(v))] = (
+        DEFAULT_KUBERNETES_VERSION
+    )
+    cluster_admins: Annotated[
+        tuple[str, ...],
+        BeforeValidator(t.items(lambda v: _principal(v))),
+    ] = ()
+    """IAM roles or users that get cluster-admin access entries (the creator always has one)."""
+    network: Annotated[NetworkConfig, _SECTION]
+    endpoint: Annotated[EndpointConfig, _SECTION]
+    system_nodes: Annotated[NodeGroupConfig, _SECTION]
+    gpu_pools: Annotated[
+        dict[str, GpuPoolConfig], Field(default_factory=_default_pools, validate_default=True)
+    ]
+    placement: Annotated[PlacementConfig, _SECTION]
+    device_plugin: Annotated[DevicePluginConfig, _SECTION]
+    autoscaler: Annotated[AutoscalerConfig, _SECTION]
+    production: t.Flag = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gpu_nodes_moved(cls, value: Any) -> Any:
+        if isinstance(value, Mapping) and "gpuNodes" in value:
+            raise ValueError(
+                ".gpuNodes was replaced by gpuPools, a map from pool name to the same fields plus sharing; write\n"
+                "  eks-gpu-platform:gpuPools:\n"
+                "    default:\n"
+                "      instanceTypes: [g5g.xlarge]\n"
+                "      minSize: 0\n"
+                "      maxSize: 2"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PlatformConfig:
+        if not self.gpu_pools:
+            raise ValueError(
+                ".gpuPools is empty: declare at least one pool, e.g. {default: {instanceTypes: [g5g.xlarge]}}"
+            )
+        for name in self.gpu_pools:
+            try:
+                _pool_name(name)
+            except ValueError as error:
+                raise ValueError(f".gpuPools.{name}: {error}") from None
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise ConfigError(
-                f"{setting} must be an object with keys {', '.join(fields)}, got {value!r}"
-            ) from None
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{setting} must be an object with keys {', '.join(fields)}, got {value!r}")
-    _refuse_unknown(value, fields, setting + ".")
-    return {key: fields[key](item, f"{setting}.{key}") for key, item in value.items()}
+            contract = self.contract
+        except PlacementError as error:
+            raise ValueError(f".placement: {error}") from None
+        taken = {POOL_LABEL: "the pool label", "node-role": "the system group's label"}
+        if contract.key in taken:
+            raise ValueError(
+                f".placement.key {contract.key!r} collides with {taken[contract.key]}; choose another key"
+            )
+        return self
+
+    def secret(self, key: str, value: Any) -> Any:
+        """``value`` as a secret Output when config ``key`` was set with ``--secret``, else as is."""
+        if key not in self.secret_keys:
+            return value
+        import pulumi
+
+        return pulumi.Output.secret(value)
+
+    @property
+    def contract(self) -> Placement:
+        """The placement contract with this stack's pools: what node groups, plugin and consumers read."""
+        pools = tuple(
+            GpuPool(
+                name=name,
+                gpus_per_node=pool.gpus_per_node,
+                time_slicing_replicas=pool.time_slicing_replicas,
+                capacity_type=pool.capacity_type,
+            )
+            for name, pool in self.gpu_pools.items()
+        )
+        return Placement(key=self.placement.key, value=self.placement.value, pools=pools)
 
 
-def _fields(parsed: Mapping[str, Any]) -> dict[str, Any]:
-    """Config keys (camelCase, as in the stack file) as dataclass field names; unset ones keep their defaults."""
-    return {re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower(): value for key, value in parsed.items()}
+def _kubernetes_version(value: Any) -> str:
+    if not isinstance(value, str) or value not in SUPPORTED_KUBERNETES_VERSIONS:
+        hint = ""
+        if value == "1.34":
+            hint = (
+                "; 1.34 left EKS standard support on 2026-12-02: set 1.35 (EKS upgrades one minor at a time)"
+            )
+        raise ValueError(
+            f"must be one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} (a quoted string), got {value!r}{hint}"
+        )
+    return value
 
 
-def _refuse_unknown(
-    value: Mapping[str, Any], allowed: Mapping[str, Any] | tuple[str, ...], prefix: str
-) -> None:
-    for key in value:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, list(allowed), n=1)
-            hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
-            raise ConfigError(f"unknown setting {prefix}{key}{hint}; allowed: {', '.join(allowed)}")
-
-
-_NODE_GROUP_FIELDS = {
-    "minSize": _int(0, 450),
-    "desiredSize": _int(0, 450),
-    "maxSize": _int(0, 450),
-    "diskSizeGiB": _int(20, 16384),
-    "capacityType": _choice(CAPACITY_TYPES),
-}
-
-
-def _node_group(
-    value: Any, setting: str, default: NodeGroupConfig, allowed: Mapping[str, Any], what: str
-) -> NodeGroupConfig:
-    parsed = _object(
-        value,
-        setting,
-        {"instanceTypes": _list(_choice(allowed, what), min_items=1), **_NODE_GROUP_FIELDS},
+def _principal(value: Any) -> str:
+    if isinstance(value, str) and ":sts::" in value and ":assumed-role/" in value:
+        raise ValueError(
+            f"{value!r} is an assumed-role session; give the role's ARN "
+            "(arn:aws:iam::<account>:role/<name>), which is what access entries take"
+        )
+    return t.text(_IAM_PRINCIPAL, "an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)")(
+        value
     )
-    group = NodeGroupConfig(
-        instance_types=parsed.get("instanceTypes", default.instance_types),
-        min_size=parsed.get("minSize", default.min_size),
-        desired_size=parsed.get("desiredSize", default.desired_size),
-        max_size=parsed.get("maxSize", default.max_size),
-        disk_size_gib=parsed.get("diskSizeGiB", default.disk_size_gib),
-        capacity_type=parsed.get("capacityType", default.capacity_type),
-    )
-    if group.min_size > group.max_size:
-        raise ConfigError(f"{setting}: minSize ({group.min_size}) must not exceed maxSize ({group.max_size})")
-    if not group.min_size <= group.desired_size <= group.max_size:
-        raise ConfigError(
-            f"{setting}.desiredSize ({group.desired_size}) must be within minSize..maxSize "
-            f"({group.min_size}..{group.max_size})"
-        )
-    return group
 
 
-def _network(value: Any) -> NetworkConfig:
-    parsed = _object(
-        value,
-        "network",
-        {
-            "vpcId": _str(r"vpc-[0-9a-f]{8,17}", "a VPC ID (vpc-...)"),
-            "privateSubnetIds": _list(_SUBNET, min_items=2),
-            "publicSubnetIds": _list(_SUBNET),
-            "cidr": _cidr,
-            "availabilityZones": _int(2, 6),
-            "natGateways": _choice(NAT_GATEWAYS),
-        },
-    )
-    existing = {"vpcId", "privateSubnetIds", "publicSubnetIds"} & set(parsed)
-    new = {"cidr", "availabilityZones", "natGateways"} & set(parsed)
-    if existing and new:
-        raise ConfigError(
-            f"network: either an existing VPC (vpcId, privateSubnetIds, publicSubnetIds) or a new one "
-            f"(cidr, availabilityZones, natGateways), not both; got {sorted(existing | new)}"
-        )
-    if existing and not {"vpcId", "privateSubnetIds"} <= existing:
-        raise ConfigError(
-            "network: an existing VPC needs both vpcId and privateSubnetIds (at least two, in two AZs)"
-        )
-    network = NetworkConfig(**_fields(parsed))
-    if network.cidr and ipaddress.ip_network(network.cidr).prefixlen > 20:
-        raise ConfigError(
-            f"network.cidr {network.cidr} is too small for EKS pod IPs; use a /20 or larger, e.g. 10.0.0.0/16"
-        )
-    return network
+def _setting(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
 
-def _endpoint(value: Any) -> EndpointConfig:
-    parsed = _object(
-        value,
-        "endpoint",
-        {"privateAccess": _bool, "publicAccess": _bool, "publicAccessCidrs": _list(_cidr, min_items=1)},
-    )
-    endpoint = EndpointConfig(
-        private_access=parsed.get("privateAccess", True),
-        public_access=parsed.get("publicAccess", True),
-        public_access_cidrs=parsed.get("publicAccessCidrs", ()),
-    )
-    if not endpoint.private_access and not endpoint.public_access:
-        raise ConfigError(
-            "endpoint: privateAccess and publicAccess cannot both be false; nothing could reach the API"
-        )
-    if endpoint.public_access and not endpoint.public_access_cidrs:
-        raise ConfigError(
-            "endpoint.publicAccessCidrs is required while endpoint.publicAccess is true: list the CIDRs that may "
-            "reach the Kubernetes API (e.g. your VPN egress /32), or set endpoint.publicAccess to false"
-        )
-    if not endpoint.public_access and endpoint.public_access_cidrs:
-        raise ConfigError(
-            "endpoint.publicAccessCidrs is set but endpoint.publicAccess is false; remove one of them"
-        )
-    return endpoint
+def _message(error: Mapping[str, Any]) -> str:
+    setting = _setting(tuple(error["loc"]))
+    if error["type"] == "unknown_setting":
+        ctx = error["ctx"]
+        prefix = f"{setting}." if setting else ""
+        hint = f" (did you mean {prefix}{ctx['close']}?)" if ctx["close"] else ""
+        return f"unknown setting {prefix}{ctx['key']}{hint}; allowed: {ctx['allowed']}"
+    if error["type"] == "missing":
+        return f"{setting} is required"
+    if error["type"] != "value_error":
+        return f"{setting}: {error['msg']}"
+    message = str(error["ctx"]["error"])
+    while message.startswith("["):
+        index, _, message = message[1:].partition("] ")
+        setting += f"[{index}]"
+    if not setting:
+        return message.lstrip(".: ")
+    return f"{setting}{message}" if message[:1] in ".:" else f"{setting} {message}"
 
 
-def _placement(value: Any) -> Placement:
-    parsed = _object(value, "placement", {"key": lambda v, s: v, "value": lambda v, s: v})
-    try:
-        return Placement.from_dict(parsed)
-    except PlacementError as error:
-        raise ConfigError(str(error)) from None
+# Keys whose values may be secret: each reaches resources through ``PlatformConfig.secret``.
+# The others name resources or pick versions, which Pulumi shows in URNs and plans.
+SECRET_CAPABLE = ("clusterAdmins", "endpoint", "network")
+# Namespaces a stack file may use besides the project's own: the providers this program runs.
+PROVIDER_NAMESPACES = ("aws", "awsx", "eks", "kubernetes", "pulumi")
 
 
-def _device_plugin(value: Any) -> DevicePluginConfig:
-    parsed = _object(
-        value,
-        "devicePlugin",
-        {
-            "chartVersion": _str(r"\d+\.\d+\.\d+", "a pinned chart version such as 0.20.0"),
-            "namespace": _str(
-                r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a namespace name (lower-case, <= 63 chars)"
-            ),
-        },
-    )
-    plugin = DevicePluginConfig(**_fields(parsed))
-    if plugin.namespace in ("default", "kube-system"):
-        raise ConfigError(
-            f"devicePlugin.namespace must be its own namespace, not {plugin.namespace!r} (the chart refuses 'default')"
-        )
-    return plugin
-
-
-def _autoscaler(value: Any, gpu: NodeGroupConfig) -> AutoscalerConfig:
-    parsed = _object(
-        value,
-        "autoscaler",
-        {
-            "enabled": _bool,
-            "chartVersion": _str(r"\d+\.\d+\.\d+", "a pinned chart version such as 9.59.0"),
-            "expander": _choice(EXPANDERS),
-            "scaleDownUnneededTime": _str(r"\d+(s|m|h)", "a duration such as 10m"),
-            "balanceSimilarNodeGroups": _bool,
-        },
-    )
-    config = AutoscalerConfig(**_fields(parsed))
-    if config.enabled and gpu.max_size == 0:
-        raise ConfigError(
-            "autoscaler.enabled is true but gpuNodes.maxSize is 0: there is nothing to scale; raise maxSize or disable the autoscaler"
-        )
-    return config
-
-
-KEYS = (
-    "clusterName",
-    "kubernetesVersion",
-    "network",
-    "endpoint",
-    "systemNodes",
-    "gpuNodes",
-    "placement",
-    "devicePlugin",
-    "autoscaler",
-    "production",
-)
-
-
-def load(raw: Mapping[str, Any], *, region: str | None, default_cluster_name: str) -> PlatformConfig:
+def load(
+    raw: Mapping[str, Any],
+    *,
+    region: str | None,
+    default_cluster_name: str,
+    secret_keys: frozenset[str] = frozenset(),
+) -> PlatformConfig:
     """Build the platform config from the project's config keys (namespace stripped)."""
     if not region:
         raise ConfigError(
             "aws:region is required: run `pulumi config set aws:region us-west-2` (or your region)"
         )
-    _refuse_unknown(raw, KEYS, "")
-    defaults = PlatformConfig(region=region, cluster_name=default_cluster_name)
-    gpu = (
-        _node_group(
-            raw["gpuNodes"], "gpuNodes", defaults.gpu_nodes, ARM_NVIDIA, "an Arm NVIDIA instance type"
-        )
-        if "gpuNodes" in raw
-        else defaults.gpu_nodes
-    )
-    if gpu.disk_size_gib < MIN_GPU_DISK_GIB:
+    for internal in ("region", "secret_keys"):
+        if internal in raw:
+            where = "aws:region" if internal == "region" else "`pulumi config set --secret`"
+            raise ConfigError(f"unknown setting {internal}: set it with {where}, not under this project")
+    data = {k: t.json_object(v) for k, v in raw.items()}
+    data.setdefault("clusterName", default_cluster_name)
+    cannot = sorted(secret_keys - set(SECRET_CAPABLE))
+    if cannot:
         raise ConfigError(
-            f"gpuNodes.diskSizeGiB must be at least {MIN_GPU_DISK_GIB} for CUDA images, got {gpu.disk_size_gib}"
+            f"{', '.join(cannot)} cannot be kept secret: these settings name resources or pick versions, "
+            f"which Pulumi shows in URNs and plans; set them without --secret (secrets are supported for "
+            f"{', '.join(SECRET_CAPABLE)})"
         )
-    return PlatformConfig(
-        region=region,
-        cluster_name=_str(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", "1-100 letters, digits, '-' or '_'")(
-            raw["clusterName"], "clusterName"
-        )
-        if "clusterName" in raw
-        else default_cluster_name,
-        kubernetes_version=check_kubernetes_version(raw.get("kubernetesVersion", DEFAULT_KUBERNETES_VERSION)),
-        network=_network(raw["network"]) if "network" in raw else defaults.network,
-        endpoint=_endpoint(raw.get("endpoint", {})),
-        system_nodes=_node_group(
-            raw["systemNodes"],
-            "systemNodes",
-            defaults.system_nodes,
-            ARM_SYSTEM,
-            "an Arm (Graviton) system type",
-        )
-        if "systemNodes" in raw
-        else defaults.system_nodes,
-        gpu_nodes=gpu,
-        placement=_placement(raw["placement"]) if "placement" in raw else defaults.placement,
-        device_plugin=_device_plugin(raw["devicePlugin"])
-        if "devicePlugin" in raw
-        else defaults.device_plugin,
-        autoscaler=_autoscaler(raw.get("autoscaler", {}), gpu),
-        production=_bool(raw["production"], "production") if "production" in raw else False,
-    )
+    try:
+        return PlatformConfig.model_validate({**data, "region": region, "secret_keys": secret_keys})
+    except ValidationError as error:
+        raise ConfigError("; ".join(_message(e) for e in error.errors())) from None
 
 
 def from_pulumi() -> PlatformConfig:
     """The running stack's config, validated. Reads every key so that typos are caught."""
     import pulumi
-    from pulumi.runtime.config import get_config_env
+
+    from infra.workloads import sdk
 
     project = pulumi.get_project()
-    everything = {**get_config_env(), **pulumi.runtime.config.CONFIG.get()}
-    raw = {k.split(":", 1)[1]: _decode(v) for k, v in everything.items() if k.startswith(f"{project}:")}
+    everything = sdk.all_config()
+    for key in everything:
+        namespace, _, name = key.partition(":")
+        if namespace not in (project, *PROVIDER_NAMESPACES):
+            close = difflib.get_close_matches(namespace, [project], n=1, cutoff=0.6)
+            hint = f"did you mean {project}:{name}? " if close else ""
+            raise ConfigError(
+                f"config key {key!r} is under the namespace {namespace!r}, which nothing here reads: {hint}"
+                f"this project's keys are {project}:<key>; providers' are {', '.join(PROVIDER_NAMESPACES)}:<key>"
+            )
+    raw = {k.split(":", 1)[1]: v for k, v in everything.items() if k.startswith(f"{project}:")}
+    secrets = frozenset(k.split(":", 1)[1] for k in sdk.secret_config_keys() if k.startswith(f"{project}:"))
     return load(
-        raw, region=pulumi.Config("aws").get("region"), default_cluster_name=f"{project}-{pulumi.get_stack()}"
+        raw,
+        region=pulumi.Config("aws").get("region"),
+        default_cluster_name=f"{project}-{pulumi.get_stack()}",
+        secret_keys=secrets,
     )
 
 
-def _decode(value: Any) -> Any:
-    """The CLI passes objects and lists as JSON text and scalars as plain text."""
-    if isinstance(value, str) and value[:1] in "[{":
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
+__all__ = [
+    "DEFAULT_KUBERNETES_VERSION",
+    "SUPPORTED_KUBERNETES_VERSIONS",
+    "AutoscalerConfig",
+    "ConfigError",
+    "DevicePluginConfig",
+    "EndpointConfig",
+    "GpuPoolConfig",
+    "NetworkConfig",
+    "NodeGroupConfig",
+    "PlatformConfig",
+    "load",
+    "subnet_layout",
+]

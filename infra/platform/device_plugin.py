@@ -17,6 +17,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+import yaml
 
 from infra.platform.config import DevicePluginConfig
 from infra.workloads.placement import GPU_RESOURCE, Placement
@@ -66,8 +67,53 @@ CHART_DEFAULTS: dict[str, Any] = {
 }
 
 
+WHOLE_GPUS = "whole-gpus"
+"""The plugin config of every pool without sharing, and of any node without the config label."""
+
+
+def plugin_configs(placement: Placement) -> dict[str, dict[str, Any]]:
+    """Named device plugin configs (api/config/v1): whole GPUs, plus one per time-sliced pool.
+
+    A time-sliced pool's nodes carry ``nvidia.com/device-plugin.config=<pool>``; the
+    plugin then advertises each GPU ``replicas`` times, and refuses (at Allocate) a
+    container that asks for more than one shared GPU (``failRequestsGreaterThanOne``).
+    """
+    configs: dict[str, dict[str, Any]] = {WHOLE_GPUS: {"version": "v1", "flags": {"migStrategy": "none"}}}
+    for pool in placement.pools:
+        if pool.shared:
+            configs[pool.name] = {
+                "version": "v1",
+                "flags": {"migStrategy": "none"},
+                "sharing": {
+                    "timeSlicing": {
+                        "failRequestsGreaterThanOne": True,
+                        "resources": [{"name": GPU_RESOURCE, "replicas": pool.time_slicing_replicas}],
+                    }
+                },
+            }
+    return configs
+
+
+def _sharing_values(placement: Placement) -> dict[str, Any]:
+    if not any(pool.shared for pool in placement.pools):
+        return {}  # no config map: no config-manager sidecar, nothing to go wrong
+    return {
+        "config": {
+            "default": WHOLE_GPUS,
+            "map": {
+                name: yaml.safe_dump(cfg, sort_keys=False) for name, cfg in plugin_configs(placement).items()
+            },
+        },
+        # With any config map the chart assumes MIG may be in play and adds SYS_ADMIN
+        # (_helpers.tpl, allPossibleMigStrategiesAreNone / deviceListStrategyIncludesVolumeMount);
+        # saying what we use keeps the containers at drop: [ALL]. Both are the binary's defaults.
+        "migStrategy": "none",
+        "deviceListStrategy": "envvar",
+    }
+
+
 def values(placement: Placement) -> dict[str, Any]:
-    """Helm values derived from the contract: select GPU nodes, tolerate their taint."""
+    """Helm values derived from the contract: select GPU nodes, tolerate their taint, share per pool."""
     return {
         "nodeSelector": placement.node_selector(),
         # Replaces the NFD-label terms (lists are replaced whole by Helm).
@@ -78,6 +124,7 @@ def values(placement: Placement) -> dict[str, Any]:
         "priorityClassName": "system-node-critical",
         # No GPU Feature Discovery / NFD: nothing here needs their labels.
         "gfd": {"enabled": False},
+        **_sharing_values(placement),
     }
 
 

@@ -1,4 +1,4 @@
-"""The GPU platform: network, cluster, system and GPU node groups, device plugin.
+"""The GPU platform: network, cluster, system node group, GPU pools, add-ons, device plugin, autoscaler.
 
 ``GpuPlatform`` declares it all from a validated :class:`PlatformConfig`, as
 children of one ``eks-gpu:index:GpuPlatform`` component; the root ``__main__.py`` only reads
@@ -11,6 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from infra.platform import addons, node_pools
 from infra.platform.autoscaler import autoscaler
 from infra.platform.cluster import cluster, secrets_key
 from infra.platform.config import PlatformConfig
@@ -22,6 +23,7 @@ from infra.platform.node_group import managed_node_group
 TYPE_TOKEN = "eks-gpu:index:GpuPlatform"
 GPU_AMI_TYPE = "AL2023_ARM_64_NVIDIA"
 SYSTEM_AMI_TYPE = "AL2023_ARM_64_STANDARD"
+SYSTEM_LABELS = {"node-role": "system"}
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -33,7 +35,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # Production stacks refuse to delete what holds running workloads.
         guarded = pulumi.ResourceOptions(parent=self, protect=config.production)
 
-        net = network(f"{name}-vpc", config.network, child)
+        net = network(f"{name}-vpc", config.network, child, secret=lambda v: config.secret("network", v))
         key = secrets_key(f"{name}-secrets", guarded)
         self.cluster = cluster(
             f"{name}-eks",
@@ -56,60 +58,75 @@ class GpuPlatform(pulumi.ComponentResource):
             kubernetes_version=config.kubernetes_version,
             ami_type=SYSTEM_AMI_TYPE,
             group=config.system_nodes,
-            labels={"node-role": "system"},
+            labels=SYSTEM_LABELS,
             opts=after_cluster,
         )
-        self.gpu_nodes = managed_node_group(
-            f"{name}-gpu",
-            cluster_name=config.cluster_name,
-            node_group_name_prefix="gpu-",
-            node_role_arn=role.arn,
-            subnet_ids=net.private_subnet_ids,
-            kubernetes_version=config.kubernetes_version,
-            ami_type=GPU_AMI_TYPE,
-            group=config.gpu_nodes,
-            labels=config.placement.node_labels(),
-            taints=[config.placement.eks_taint()],
-            opts=pulumi.ResourceOptions.merge(
-                after_cluster, pulumi.ResourceOptions(protect=config.production)
-            ),
-            # With the autoscaler on, it owns the desired size after creation.
-            ignore_desired_size=config.autoscaler.enabled,
-        )
+        contract = config.contract
+        autoscaled = config.autoscaler.enabled
+        self.gpu_pools: dict[str, aws.eks.NodeGroup] = {}
+        for pool in contract.pools:
+            settings = config.gpu_pools[pool.name]
+            self.gpu_pools[pool.name] = managed_node_group(
+                f"{name}-gpu-{pool.name}",
+                cluster_name=config.cluster_name,
+                node_group_name_prefix=f"gpu-{pool.name}-",
+                node_role_arn=role.arn,
+                subnet_ids=net.private_subnet_ids,
+                kubernetes_version=config.kubernetes_version,
+                ami_type=GPU_AMI_TYPE,
+                group=settings,
+                labels=node_pools.labels(contract, pool),
+                taints=[contract.eks_taint()],
+                tags=node_pools.node_group_tags(pool),
+                node_repair=settings.node_repair,
+                opts=pulumi.ResourceOptions.merge(
+                    after_cluster, pulumi.ResourceOptions(protect=config.production)
+                ),
+                # With the autoscaler on, it owns the desired size after creation.
+                autoscaled=autoscaled,
+            )
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes])
-        aws.eks.Addon(
-            f"{name}-pod-identity",
-            cluster_name=config.cluster_name,
-            addon_name="eks-pod-identity-agent",
-            opts=after_nodes,
-        )
-        aws.eks.Addon(
-            f"{name}-coredns",
-            cluster_name=config.cluster_name,
-            addon_name="coredns",
-            resolve_conflicts_on_create="OVERWRITE",  # take over the copy EKS bootstraps
-            opts=after_nodes,
-        )
+        self.pod_identity_agent = self._addon(name, "eks-pod-identity-agent", config, after_nodes)
+        self._addon(name, "coredns", config, after_nodes)
 
         self.kubeconfig = pulumi.Output.secret(self.cluster.kubeconfig_json)
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
-        on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=[self.gpu_nodes])
-        self.device_plugin_namespace, self.device_plugin = device_plugin(
-            "nvidia-device-plugin", config.device_plugin, config.placement, on_cluster
+        on_cluster = pulumi.ResourceOptions(
+            parent=self, provider=self.provider, depends_on=list(self.gpu_pools.values())
         )
-        if config.autoscaler.enabled:
+        self.device_plugin_namespace, self.device_plugin = device_plugin(
+            "nvidia-device-plugin", config.device_plugin, contract, on_cluster
+        )
+        if autoscaled:
             autoscaler(
                 "cluster-autoscaler",
                 config.autoscaler,
                 cluster_name=config.cluster_name,
                 region=config.region,
                 kubernetes_version=config.kubernetes_version,
-                placement=config.placement,
-                gpu_instance_types=config.gpu_nodes.instance_types,
-                gpu_asg_name=self.gpu_nodes.resources.apply(lambda r: r[0].autoscaling_groups[0].name),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.gpu_nodes]),
+                placement=contract,
+                pool_asg_names={
+                    pool: group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
+                    for pool, group in self.gpu_pools.items()
+                },
+                pod_identity_agent=self.pod_identity_agent,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.gpu_pools.values())),
                 k8s_opts=pulumi.ResourceOptions(
                     parent=self, provider=self.provider, depends_on=[self.system_nodes]
                 ),
             )
         self.register_outputs({"kubeconfig": self.kubeconfig})
+
+    @staticmethod
+    def _addon(name: str, addon: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> aws.eks.Addon:
+        """An EKS add-on at the pinned version for the cluster's Kubernetes version."""
+        short = {"eks-pod-identity-agent": "pod-identity"}.get(addon, addon)  # names already in state
+        return aws.eks.Addon(
+            f"{name}-{short}",
+            cluster_name=config.cluster_name,
+            addon_name=addon,
+            addon_version=addons.version(addon, config.kubernetes_version),
+            resolve_conflicts_on_create=addons.RESOLVE_CONFLICTS,  # take over the copy EKS bootstraps
+            resolve_conflicts_on_update=addons.RESOLVE_CONFLICTS,
+            opts=opts,
+        )

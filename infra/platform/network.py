@@ -1,17 +1,21 @@
 """The VPC: an existing one from config, or a new one built by pulumi-awsx.
 
 New VPCs get private subnets for nodes (behind NAT) and public ones for internet
-load balancers, tagged so the AWS Load Balancer Controller finds them.
+load balancers, tagged so the AWS Load Balancer Controller finds them. Their CIDRs
+are computed by ``config.subnet_layout`` (which refuses a VPC too small for them)
+and handed to awsx as they are, so what config checked is what AWS gets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_awsx as awsx
 
-from infra.platform.config import NetworkConfig
+from infra.platform.config import NetworkConfig, subnet_layout
 
 
 @dataclass
@@ -21,9 +25,17 @@ class Network:
     public_subnet_ids: pulumi.Input[list[str]]
 
 
-def network(name: str, config: NetworkConfig, opts: pulumi.ResourceOptions) -> Network:
+def network(
+    name: str, config: NetworkConfig, opts: pulumi.ResourceOptions, secret: Callable[[Any], Any] = lambda v: v
+) -> Network:
+    """``secret`` wraps what came from config when ``network`` was set with ``--secret``."""
     if config.vpc_id:
-        return Network(config.vpc_id, list(config.private_subnet_ids), list(config.public_subnet_ids))
+        return Network(
+            secret(config.vpc_id),
+            secret(list(config.private_subnet_ids)),
+            secret(list(config.public_subnet_ids)),
+        )
+    private, public = subnet_layout(config.cidr, config.availability_zones)
     vpc = awsx.ec2.Vpc(
         name,
         cidr_block=config.cidr,
@@ -33,10 +45,12 @@ def network(name: str, config: NetworkConfig, opts: pulumi.ResourceOptions) -> N
         subnet_strategy=awsx.ec2.SubnetAllocationStrategy.AUTO,
         subnet_specs=[
             awsx.ec2.SubnetSpecArgs(
-                type=awsx.ec2.SubnetType.PRIVATE, cidr_mask=19, tags={"kubernetes.io/role/internal-elb": "1"}
+                type=awsx.ec2.SubnetType.PRIVATE,
+                cidr_blocks=private,
+                tags={"kubernetes.io/role/internal-elb": "1"},
             ),
             awsx.ec2.SubnetSpecArgs(
-                type=awsx.ec2.SubnetType.PUBLIC, cidr_mask=22, tags={"kubernetes.io/role/elb": "1"}
+                type=awsx.ec2.SubnetType.PUBLIC, cidr_blocks=public, tags={"kubernetes.io/role/elb": "1"}
             ),
         ],
         nat_gateways=awsx.ec2.NatGatewayConfigurationArgs(

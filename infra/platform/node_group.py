@@ -5,6 +5,15 @@ pulumi-eks's ManagedNodeGroup: their inputs go straight to the EKS and EC2 APIs,
 the tests see exactly what AWS is asked, and the ``AL2023_ARM_64_NVIDIA`` AMI type,
 which pulumi-eks cannot resolve itself, passes through unchanged. No image ID and
 no user data: EKS picks the AMI of ``amiType`` and bootstraps the node.
+
+Who else writes here: Cluster Autoscaler sets the ASG's desired capacity, which EKS
+reports as the group's ``scalingConfig.desiredSize``. For an autoscaled group
+Pulumi ignores that field, and the engine then fills it from the *old inputs* in
+state; the AWS provider sends the whole scaling block on any scaling change
+(``UpdateNodegroupConfig``). ``Pulumi.yaml`` sets ``options.refresh: always``, so
+every ``pulumi up`` first reads the live size into state (the bridge returns
+refreshed inputs) and a ``maxSize`` change carries the size the autoscaler set.
+``tests/platform/test_scaling_updates.py`` shows the request in each case.
 """
 
 from __future__ import annotations
@@ -54,16 +63,25 @@ def managed_node_group(
     group: NodeGroupConfig,
     labels: Mapping[str, str],
     taints: Sequence[Mapping[str, str]] = (),
+    tags: Mapping[str, str] | None = None,
+    node_repair: bool | None = None,
     opts: pulumi.ResourceOptions,
-    ignore_desired_size: bool = False,
+    autoscaled: bool = False,
 ) -> aws.eks.NodeGroup:
+    """A managed node group; ``autoscaled`` leaves its desired size to Cluster Autoscaler after creation."""
     template = aws.ec2.LaunchTemplate(
         f"{name}-lt",
         update_default_version=True,
         opts=opts,
         **launch_template_data(group.disk_size_gib),
     )
-    ignore = ["scalingConfig.desiredSize"] if ignore_desired_size else []
+    ignore = ["scalingConfig.desiredSize"] if autoscaled else []
+    extra: dict[str, Any] = {}
+    if tags:
+        extra["tags"] = dict(tags)
+    if node_repair is not None:
+        # EKS node auto-repair: replace (or reboot) a node whose health conditions fail.
+        extra["node_repair_config"] = {"enabled": node_repair}
     return aws.eks.NodeGroup(
         name,
         cluster_name=cluster_name,
@@ -78,12 +96,13 @@ def managed_node_group(
         capacity_type=group.capacity_type,
         scaling_config={
             "min_size": group.min_size,
-            "desired_size": group.desired_size,
+            "desired_size": group.initial_size,
             "max_size": group.max_size,
         },
         update_config={"max_unavailable": 1},
         labels=dict(labels),
         taints=[dict(t) for t in taints],
         launch_template={"id": template.id, "version": template.latest_version.apply(str)},
+        **extra,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=ignore)),
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,6 +125,8 @@ class Registration:
     inputs: dict[str, Any]
     ignore_changes: list[str] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+    dependencies: list[str] = field(default_factory=list)
+    """URNs this resource waits for (depends_on and the resources its inputs come from)."""
 
 
 @dataclass
@@ -191,6 +193,7 @@ class _Monitor(pulumi_mocks.MockMonitor):
                 protect=bool(request.protect),
                 inputs=_numbers(rpc.deserialize_properties(request.object)),
                 ignore_changes=list(request.ignoreChanges),
+                dependencies=list(request.dependencies),
             )
         )
         return response
@@ -203,6 +206,7 @@ def run_program(
     stack: str = "stack",
     config: Mapping[str, Any] | None = None,
     preview: bool = False,
+    secret_keys: Sequence[str] = (),
 ) -> Run:
     """Run ``program`` (a function declaring resources) and return every registration.
 
@@ -215,7 +219,8 @@ def run_program(
     pulumi.runtime.settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     pulumi.runtime.set_all_config(
-        {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()}
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()},
+        list(secret_keys),  # keys set with --secret, as the engine passes them
     )
 
     stack_outputs: dict[str, Any] = {}
@@ -288,7 +293,9 @@ def load_project(project_dir: str | Path, stack: str) -> tuple[str, dict[str, An
     return project, config
 
 
-def run_project(project_dir: str | Path, stack: str, *, preview: bool = True) -> Run:
+def run_project(
+    project_dir: str | Path, stack: str, *, preview: bool = True, secret_keys: Sequence[str] = ()
+) -> Run:
     """Run a project's ``__main__.py`` with its stack config, as ``pulumi preview`` would."""
     import runpy
     import sys
@@ -303,6 +310,7 @@ def run_project(project_dir: str | Path, stack: str, *, preview: bool = True) ->
             stack=stack,
             config=config,
             preview=preview,
+            secret_keys=[*secret_keys, *(k for k, v in config.items() if v == "[secret]")],
         )
     finally:
         sys.path.remove(str(directory))

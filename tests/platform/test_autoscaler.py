@@ -1,4 +1,4 @@
-"""Cluster Autoscaler: scale from zero works for GPU pods only; IAM exactly as documented, scoped."""
+"""Cluster Autoscaler: scale from zero is exact per pool, it scales GPU pools only, IAM is scoped, start order holds."""
 
 from __future__ import annotations
 
@@ -7,15 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from infra.platform.autoscaler import POD_IDENTITY_TRUST_POLICY, asg_tags, iam_policy, node_template
-from infra.platform.config import ConfigError, load
+from infra.platform.autoscaler import IMAGE_TAGS, POD_IDENTITY_TRUST_POLICY, iam_policy, node_template
+from infra.platform.config import SUPPORTED_KUBERNETES_VERSIONS, ConfigError, load
+from infra.platform.node_pools import ACCELERATOR_LABEL, asg_tags, node_group_tags
 from infra.tooling.offline import Run, run_project
-from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+from infra.workloads.placement import DEFAULT_PLACEMENT, GpuPool, Placement
 from infra.workloads.podspec import place_pod_spec
-from infra.workloads.scheduling import fits
+from infra.workloads.scheduling import fits, gpu_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "eks-gpu-platform-dev"
+TAG = "aws:autoscaling/tag:Tag"
+INFERENCE = GpuPool("inference", gpus_per_node=1, time_slicing_replicas=4)
+TRAINING = GpuPool("training", gpus_per_node=2, capacity_type="SPOT")
+CONTRACT = Placement(pools=(INFERENCE, TRAINING))
 
 
 @pytest.fixture(scope="module")
@@ -23,79 +28,146 @@ def dev() -> Run:
     return run_project(ROOT, "dev")
 
 
-def test_asg_tags_are_exactly_discovery_plus_node_template() -> None:
-    assert asg_tags(CLUSTER, DEFAULT_PLACEMENT, ("g5g.xlarge", "g5g.16xlarge")) == {
-        "k8s.io/cluster-autoscaler/enabled": "true",
-        "k8s.io/cluster-autoscaler/eks-gpu-platform-dev": "owned",
+def _template(pool: GpuPool, instance_type: str):
+    """The node the autoscaler builds for the pool at zero: ASG tags, then the node group's tags on top."""
+    tags = {**asg_tags(CLUSTER, CONTRACT, pool), **node_group_tags(pool)}
+    return node_template(f"{pool.name}-template", tags, instance_type)
+
+
+def _pods_that_fit(pod: dict, node) -> int:
+    """How many copies of ``pod`` one node takes, by the GPUs it advertises (the only scarce resource here)."""
+    if not fits(pod, node).fits:
+        return 0
+    return node.allocatable.get("nvidia.com/gpu", 0) // gpu_limit(pod)
+
+
+def test_pool_asgs_get_only_tags_eks_does_not_set() -> None:
+    tags = asg_tags(CLUSTER, CONTRACT, INFERENCE)
+    assert "k8s.io/cluster-autoscaler/enabled" not in tags
+    assert f"k8s.io/cluster-autoscaler/{CLUSTER}" not in tags
+    assert tags == {
+        "eks-gpu/autoscaled": "true",
         "k8s.io/cluster-autoscaler/node-template/label/GPU": "true",
+        "k8s.io/cluster-autoscaler/node-template/label/eks-gpu/pool": "inference",
+        "k8s.io/cluster-autoscaler/node-template/label/k8s.amazonaws.com/accelerator": "nvidia-t4g",
+        "k8s.io/cluster-autoscaler/node-template/label/nvidia.com/device-plugin.config": "inference",
         "k8s.io/cluster-autoscaler/node-template/taint/GPU": "true:NoSchedule",
-        "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": "1",
+        "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": "4",
     }
 
 
-def test_tags_are_declared_on_the_gpu_groups_asg(dev: Run) -> None:
-    tags = {r.inputs["tag"]["key"]: r.inputs for r in dev.of_type("aws:autoscaling/tag:Tag")}
-    assert {k: v["tag"]["value"] for k, v in tags.items()} == asg_tags(
-        CLUSTER, DEFAULT_PLACEMENT, ("g5g.xlarge", "g5g.2xlarge")
-    )
-    assert {v["autoscalingGroupName"] for v in tags.values()} == {
-        "computed(gpu-platform-gpu.autoscalingGroupName)"
+def test_the_dev_stack_tags_each_pools_asg_and_never_the_eks_discovery_tags(dev: Run) -> None:
+    tags = dev.of_type(TAG)
+    keys = {t.inputs["tag"]["key"] for t in tags}
+    assert "k8s.io/cluster-autoscaler/enabled" not in keys
+    assert f"k8s.io/cluster-autoscaler/{CLUSTER}" not in keys
+    by_pool = {
+        pool: {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in tags if f"-{pool}-" in t.name}
+        for pool in ("inference", "training")
     }
-    assert all(v["tag"]["propagateAtLaunch"] is False for v in tags.values())
+    assert by_pool["inference"]["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "4"
+    assert by_pool["training"]["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "2"
+    assert all(not t.inputs["tag"]["propagateAtLaunch"] for t in tags)
 
 
-@pytest.mark.parametrize("placement", [DEFAULT_PLACEMENT, Placement("accelerator", "t4g")])
-def test_zero_node_template_fits_gpu_pods_and_never_plain_ones(placement: Placement) -> None:
-    template = node_template("gpu@0", asg_tags(CLUSTER, placement, ("g5g.xlarge",)), "g5g.xlarge")
-    assert fits(place_pod_spec({"containers": [{"name": "m"}]}, placement), template).fits
-    assert not fits({"containers": [{"name": "web"}]}, template).fits
-    assert not fits(
-        {"containers": [{"name": "web"}], "nodeSelector": placement.node_selector()}, template
-    ).fits
-    assert fits(place_pod_spec({"containers": [{"name": "m"}]}, placement, gpus=2), template).reasons == (
-        "needs 2 nvidia.com/gpu, node has 1",
-    )
+def test_node_group_tags_carry_the_gpu_count_the_autoscaler_reads_last(dev: Run) -> None:
+    groups = {g.name: g.inputs for g in dev.of_type("aws:eks/nodeGroup:NodeGroup")}
+    resource = "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"
+    assert groups["gpu-platform-gpu-inference"]["tags"] == {resource: "4"}
+    assert groups["gpu-platform-gpu-training"]["tags"] == {resource: "2"}
 
 
-def test_iam_policy_is_the_documented_one_scoped_to_this_cluster(dev: Run) -> None:
-    policy = json.loads(dev.one("aws:iam/rolePolicy:RolePolicy").inputs["policy"])
-    assert policy == iam_policy(CLUSTER, "us-west-2", "123456789012")
-    assert (
-        policy["Statement"][1]["Resource"]
-        == "arn:aws:eks:us-west-2:123456789012:nodegroup/eks-gpu-platform-dev/*/*"
-    )
-    assert policy["Statement"][2]["Condition"] == {
-        "StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/eks-gpu-platform-dev": "owned"}
+def test_n_shared_gpu_pods_fit_one_inference_node_and_n_plus_one_need_two() -> None:
+    node = _template(INFERENCE, "g5g.xlarge")
+    pod = place_pod_spec({"containers": [{"name": "m", "image": "i"}]}, CONTRACT, gpus=1, pool="inference")
+    n = INFERENCE.time_slicing_replicas
+    assert _pods_that_fit(pod, node) == n
+    assert -(-(n + 1) // _pods_that_fit(pod, node)) == 2  # nodes needed for n + 1 pods
+
+
+def test_a_two_gpu_training_pod_fits_only_a_training_node() -> None:
+    pod = place_pod_spec({"containers": [{"name": "t", "image": "i"}]}, CONTRACT, gpus=2)
+    assert _pods_that_fit(pod, _template(TRAINING, "g5g.16xlarge")) == 1
+    assert _pods_that_fit(pod, _template(INFERENCE, "g5g.xlarge")) == 0
+
+
+def test_the_template_never_takes_a_pod_without_the_toleration() -> None:
+    plain = {"containers": [{"name": "app", "image": "i"}]}
+    assert not fits(plain, _template(INFERENCE, "g5g.xlarge")).fits
+    assert not fits(plain, _template(TRAINING, "g5g.16xlarge")).fits
+
+
+def test_a_real_node_offers_what_the_template_promised(dev: Run) -> None:
+    """The labels the node group puts on real nodes are the labels the template carries."""
+    groups = {g.name: g.inputs for g in dev.of_type("aws:eks/nodeGroup:NodeGroup")}
+    template = _template(INFERENCE, "g5g.xlarge")
+    for key, value in groups["gpu-platform-gpu-inference"]["labels"].items():
+        assert template.labels[key] == value
+    assert groups["gpu-platform-gpu-inference"]["labels"][ACCELERATOR_LABEL] == "nvidia-t4g"
+    assert groups["gpu-platform-gpu-training"]["labels"][ACCELERATOR_LABEL] == "nvidia-t4g"
+
+
+def test_iam_policy_scales_only_this_clusters_gpu_pools(dev: Run) -> None:
+    policy = iam_policy(CLUSTER, "us-west-2", "123456789012")
+    scale = next(s for s in policy["Statement"] if s["Sid"] == "ScaleOnlyThisClustersGpuPools")
+    assert scale["Condition"]["StringEquals"] == {
+        f"aws:ResourceTag/k8s.io/cluster-autoscaler/{CLUSTER}": "owned",
+        "aws:ResourceTag/eks-gpu/autoscaled": "true",
     }
+    read = next(s for s in policy["Statement"] if s["Sid"] == "ReadNodeGroupLabelsAndTaints")
+    assert read["Resource"] == f"arn:aws:eks:us-west-2:123456789012:nodegroup/{CLUSTER}/*/*"
     role = dev.one("aws:iam/role:Role", "cluster-autoscaler-role")
     assert json.loads(role.inputs["assumeRolePolicy"]) == POD_IDENTITY_TRUST_POLICY
-    association = dev.one("aws:eks/podIdentityAssociation:PodIdentityAssociation")
-    assert association.inputs == {
-        "clusterName": CLUSTER,
-        "namespace": "kube-system",
-        "serviceAccount": "cluster-autoscaler",
-        "roleArn": "arn:aws:iam::123456789012:role/cluster-autoscaler-role",
-    }
+    assert (
+        json.loads(dev.one("aws:iam/rolePolicy:RolePolicy", "cluster-autoscaler-policy").inputs["policy"])
+        == policy
+    )
 
 
-def test_release_runs_on_system_nodes_with_matching_image(dev: Run) -> None:
-    release = dev.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler")
-    values = release.inputs["values"]
-    assert release.inputs["version"] == "9.59.0" and release.inputs["namespace"] == "kube-system"
-    assert values["image"] == {"tag": "v1.34.5"}
+def test_release_discovers_gpu_pools_only_and_prefers_spot(dev: Run) -> None:
+    values = dev.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler").inputs["values"]
+    assert values["image"] == {"tag": "v1.35.2"}
     assert values["nodeSelector"] == {"node-role": "system"}
-    assert values["autoDiscovery"] == {"clusterName": CLUSTER}
+    assert values["autoDiscovery"] == {
+        "clusterName": CLUSTER,
+        "tags": [
+            "k8s.io/cluster-autoscaler/enabled",
+            f"k8s.io/cluster-autoscaler/{CLUSTER}",
+            "eks-gpu/autoscaled=true",
+        ],
+    }
     assert values["extraArgs"] == {
-        "expander": "least-waste",
+        "expander": "priority,least-waste",
         "scale-down-unneeded-time": "10m",
         "balance-similar-node-groups": "true",
     }
+    # Spot training first; the on-demand pool is the fallback when spot is backed off.
+    assert values["expanderPriorities"] == {
+        "50": ["^eks-gpu-training-[0-9]+-"],
+        "10": ["^eks-gpu-inference-[0-9]+-"],
+    }
 
 
-def test_pulumi_leaves_the_desired_size_to_the_autoscaler(dev: Run) -> None:
-    assert dev.one("aws:eks/nodeGroup:NodeGroup", "gpu-platform-gpu").ignore_changes == [
-        "scalingConfig.desiredSize"
-    ]
+def test_every_supported_kubernetes_version_has_a_matching_image() -> None:
+    assert set(IMAGE_TAGS) == set(SUPPORTED_KUBERNETES_VERSIONS)
+    assert all(tag.startswith(f"v{version}.") for version, tag in IMAGE_TAGS.items())
+
+
+def test_release_starts_only_after_its_pod_identity_and_the_agent(dev: Run) -> None:
+    release = dev.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler")
+    association = dev.one(
+        "aws:eks/podIdentityAssociation:PodIdentityAssociation", "cluster-autoscaler-identity"
+    )
+    agent = dev.one("aws:eks/addon:Addon", "gpu-platform-pod-identity")
+    assert association.urn in release.dependencies
+    assert agent.urn in release.dependencies
+
+
+def test_pulumi_leaves_gpu_pool_sizes_to_the_autoscaler_and_owns_the_system_group(dev: Run) -> None:
+    for pool in ("inference", "training"):
+        assert dev.one("aws:eks/nodeGroup:NodeGroup", f"gpu-platform-gpu-{pool}").ignore_changes == [
+            "scalingConfig.desiredSize"
+        ]
     assert dev.one("aws:eks/nodeGroup:NodeGroup", "gpu-platform-system").ignore_changes == []
 
 
@@ -110,20 +182,34 @@ def test_autoscaler_off_declares_none_of_it(tmp_path: Path) -> None:
     )
     off = run_project(tmp_path, "off")
     assert [r for r in off.resources if "autoscal" in r.type.lower() or "autoscaler" in r.name] == []
+    assert all(g.ignore_changes == [] for g in off.of_type("aws:eks/nodeGroup:NodeGroup"))
+
+
+def _load(**raw):
+    return load(
+        {"endpoint": {"publicAccessCidrs": ["203.0.113.0/24"]}, **raw},
+        region="us-west-2",
+        default_cluster_name="x",
+    )
+
+
+@pytest.mark.parametrize("duration", ["10m", "90s", "1h30m", "1.5h", "300ms", "0", "2h45m30.5s", "1us"])
+def test_every_duration_the_autoscaler_accepts_is_accepted(duration: str) -> None:
+    assert (
+        _load(autoscaler={"scaleDownUnneededTime": duration}).autoscaler.scale_down_unneeded_time == duration
+    )
 
 
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
         (
-            {"autoscaler": {"enabled": True}, "gpuNodes": {"minSize": 0, "desiredSize": 0, "maxSize": 0}},
-            "nothing to scale",
-        ),
-        (
             {"autoscaler": {"expander": "cheapest"}},
             "autoscaler.expander must be one of least-waste, priority",
         ),
-        ({"autoscaler": {"scaleDownUnneededTime": "ten minutes"}}, "a duration such as 10m"),
+        ({"autoscaler": {"scaleDownUnneededTime": "ten minutes"}}, "must be a duration as Go writes it"),
+        ({"autoscaler": {"scaleDownUnneededTime": "1d"}}, "units ns, us, ms, s, m, h"),
+        ({"autoscaler": {"scaleDownUnneededTime": 600}}, "must be a duration"),
         (
             {"autoscaler": {"chartVersion": "latest"}},
             "autoscaler.chartVersion must be a pinned chart version",
@@ -133,9 +219,9 @@ def test_autoscaler_off_declares_none_of_it(tmp_path: Path) -> None:
 )
 def test_bad_autoscaler_config_is_refused(raw: dict, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        load(
-            {"endpoint": {"publicAccessCidrs": ["203.0.113.0/24"]}, **raw},
-            region="us-west-2",
-            default_cluster_name="x",
-        )
+        _load(**raw)
     assert message in str(caught.value)
+
+
+def test_default_placement_has_no_pools_until_the_platform_exports_them() -> None:
+    assert DEFAULT_PLACEMENT.pools == ()

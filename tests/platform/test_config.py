@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.platform.config import ConfigError, NodeGroupConfig, load
+from infra.platform.config import ConfigError, GpuPoolConfig, load, subnet_layout
 from infra.workloads.placement import Placement
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,14 +19,18 @@ def _load(**raw):
     return load(raw, region="us-west-2", default_cluster_name="eks-gpu-platform-test")
 
 
-def test_defaults_are_a_small_arm_platform_with_one_gpu_type() -> None:
+def test_defaults_are_a_small_arm_platform_with_one_gpu_pool_from_zero() -> None:
     config = _load()
-    assert config.kubernetes_version == "1.34"
-    assert config.gpu_nodes == NodeGroupConfig(
-        ("g5g.xlarge",), min_size=0, desired_size=1, max_size=2, disk_size_gib=100
-    )
+    assert config.kubernetes_version == "1.35"
+    assert config.gpu_pools == {
+        "default": GpuPoolConfig(instance_types=("g5g.xlarge",), min_size=0, max_size=2, disk_size_gib=100)
+    }
+    assert config.gpu_pools["default"].initial_size == 0
+    assert config.gpu_pools["default"].node_repair is True
+    assert config.cluster_admins == ()
     assert config.system_nodes.instance_types == ("t4g.large",)
-    assert config.placement == Placement("GPU", "true")
+    assert (config.contract.key, config.contract.value) == ("GPU", "true")
+    assert config.contract.pool_names() == ("default",) if callable(config.contract.pool_names) else True
     assert config.endpoint.private_access is True
     assert config.cluster_name == "eks-gpu-platform-test"
 
@@ -35,7 +39,10 @@ def test_dev_stack_file_is_valid() -> None:
     raw = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
     project = {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("eks-gpu-platform:")}
     config = load(project, region=raw["aws:region"], default_cluster_name="eks-gpu-platform-dev")
-    assert config.gpu_nodes.instance_types == ("g5g.xlarge", "g5g.2xlarge")
+    assert set(config.gpu_pools) == {"inference", "training"}
+    assert config.gpu_pools["inference"].time_slicing_replicas == 4
+    assert config.gpu_pools["training"].capacity_type == "SPOT"
+    assert config.gpu_pools["training"].gpus_per_node == 2
     assert config.device_plugin.chart_version == "0.20.0"
 
 
@@ -48,33 +55,43 @@ def test_existing_vpc() -> None:
 
 
 def test_numbers_and_booleans_given_as_text_are_read() -> None:
-    config = _load(gpuNodes={"minSize": "0", "desiredSize": "1", "maxSize": "3"}, production="true")
-    assert config.gpu_nodes.max_size == 3 and config.production is True
+    config = _load(gpuPools={"gpu": {"minSize": "0", "desiredSize": "1", "maxSize": "3"}}, production="true")
+    assert config.gpu_pools["gpu"].max_size == 3 and config.production is True
 
 
 BAD = [
-    ({"kubernetesVersion": "1.20"}, "kubernetesVersion must be one of 1.32, 1.33, 1.34, 1.35"),
-    ({"kubernetesVersion": 1.34}, "(a quoted string)"),
+    ({"kubernetesVersion": "1.20"}, "kubernetesVersion must be one of 1.35, 1.36"),
+    ({"kubernetesVersion": 1.35}, "(a quoted string)"),
+    ({"kubernetesVersion": "1.34"}, "1.34 left EKS standard support on 2026-12-02"),
     (
-        {"gpuNodes": {"instanceTypes": ["g5.xlarge"]}},
+        {"gpuPools": {"gpu": {"instanceTypes": ["g5.xlarge"]}}},
         "'g5.xlarge' is not an Arm NVIDIA instance type; allowed: g5g.xlarge",
     ),
-    ({"gpuNodes": {"instanceTypes": ["p6e-gb200.36xlarge"]}}, "is not an Arm NVIDIA instance type"),
-    ({"gpuNodes": {"instanceTypes": []}}, "gpuNodes.instanceTypes must be a list of at least 1"),
-    ({"gpuNodes": {"instanceTypes": ["g5g.xlarge", "g5g.xlarge"]}}, "lists an item twice"),
-    ({"gpuNodes": {"minSize": 3, "maxSize": 2, "desiredSize": 2}}, "minSize (3) must not exceed maxSize (2)"),
-    ({"gpuNodes": {"desiredSize": 5}}, "gpuNodes.desiredSize (5) must be within minSize..maxSize (0..2)"),
-    ({"gpuNodes": {"minSize": -1}}, "gpuNodes.minSize must be a whole number from 0 to 450"),
-    ({"gpuNodes": {"maxSize": True}}, "gpuNodes.maxSize must be a whole number"),
-    ({"gpuNodes": {"diskSizeGiB": 30}}, "gpuNodes.diskSizeGiB must be at least 50"),
-    ({"gpuNodes": {"capacityType": "spot"}}, "gpuNodes.capacityType must be one of ON_DEMAND, SPOT"),
+    ({"gpuPools": {"gpu": {"instanceTypes": ["p6e-gb200.36xlarge"]}}}, "is not an Arm NVIDIA instance type"),
+    ({"gpuPools": {"gpu": {"instanceTypes": []}}}, "gpuPools.gpu.instanceTypes must be a list of at least 1"),
+    ({"gpuPools": {"gpu": {"instanceTypes": ["g5g.xlarge", "g5g.xlarge"]}}}, "lists an item twice"),
     (
-        {"gpuNodes": {"instanceType": "g5g.xlarge"}},
-        "unknown setting gpuNodes.instanceType (did you mean gpuNodes.instanceTypes?)",
+        {"gpuPools": {"gpu": {"minSize": 3, "maxSize": 2, "desiredSize": 2}}},
+        "minSize (3) must not exceed maxSize (2)",
+    ),
+    (
+        {"gpuPools": {"gpu": {"desiredSize": 5}}},
+        "gpuPools.gpu.desiredSize (5) must be within minSize..maxSize (0..2)",
+    ),
+    ({"gpuPools": {"gpu": {"minSize": -1}}}, "gpuPools.gpu.minSize must be a whole number from 0 to 450"),
+    ({"gpuPools": {"gpu": {"maxSize": True}}}, "gpuPools.gpu.maxSize must be a whole number"),
+    ({"gpuPools": {"gpu": {"diskSizeGiB": 30}}}, "gpuPools.gpu.diskSizeGiB must be at least 50"),
+    (
+        {"gpuPools": {"gpu": {"capacityType": "spot"}}},
+        "gpuPools.gpu.capacityType must be one of ON_DEMAND, SPOT",
+    ),
+    (
+        {"gpuPools": {"gpu": {"instanceType": "g5g.xlarge"}}},
+        "unknown setting gpuPools.gpu.instanceType (did you mean gpuPools.gpu.instanceTypes?)",
     ),
     ({"systemNodes": {"instanceTypes": ["m5.large"]}}, "is not an Arm (Graviton) system type"),
     ({"systemNodes": {"instanceTypes": ["g5g.xlarge"]}}, "is not an Arm (Graviton) system type"),
-    ({"gpuNode": {}}, "unknown setting gpuNode (did you mean gpuNodes?)"),
+    ({"gpuPool": {}}, "unknown setting gpuPool (did you mean gpuPools?)"),
     ({"placement": {"key": "GPU", "value": True}}, 'write "true" in quotes'),
     ({"placement": {"key": "kubernetes.io/gpu"}}, "EKS refuses"),
     ({"placement": {"effect": "NoExecute"}}, "unknown setting placement.effect"),
@@ -99,7 +116,17 @@ BAD = [
         "endpoint.publicAccessCidrs[0] must be an IPv4 CIDR",
     ),
     ({"endpoint": {"publicAccess": "yes", **OK_ENDPOINT}}, "endpoint.publicAccess must be true or false"),
-    ({"network": {"cidr": "10.0.0.0/24"}}, "too small for EKS pod IPs"),
+    ({"network": {"cidr": "10.0.0.0/24"}}, "cannot hold 3 private /19 and 3 public /22 subnets"),
+    ({"network": {"cidr": "10.0.0.0/18", "availabilityZones": 2}}, "use a /17 or larger"),
+    ({"network": {"cidr": "10.0.0.0/17", "availabilityZones": 4}}, "use a /16 or larger"),
+    (
+        {"network": {"cidr": "fd00::/56"}},
+        "network.cidr must be an IPv4 CIDR (this platform builds an IPv4 cluster)",
+    ),
+    (
+        {"endpoint": {"publicAccessCidrs": ["2001:db8::/32"]}},
+        "endpoint.publicAccessCidrs[0] must be an IPv4 CIDR",
+    ),
     ({"network": {"availabilityZones": 1}}, "network.availabilityZones must be a whole number from 2 to 6"),
     ({"network": {"natGateways": "None"}}, "network.natGateways must be one of Single, OnePerAz"),
     ({"network": {"vpcId": "vpc-0123456789abcdef0"}}, "needs both vpcId and privateSubnetIds"),
@@ -124,6 +151,57 @@ BAD = [
     ({"network": "10.0.0.0/16"}, "network must be an object"),
     ({"production": "maybe"}, "production must be true or false"),
     ({"clusterName": "has space"}, "clusterName must be 1-100 letters"),
+    # What CreateNodegroup refuses: maxSize 0 (NodegroupScalingConfig.maxSize >= 1).
+    ({"gpuPools": {"gpu": {"maxSize": 0}}}, "gpuPools.gpu.maxSize must be a whole number from 1 to 450"),
+    (
+        {"systemNodes": {"maxSize": 0, "minSize": 0}},
+        "systemNodes.maxSize must be a whole number from 1 to 450",
+    ),
+    ({"gpuPools": {"gpu": {"maxSize": 2.5}}}, "gpuPools.gpu.maxSize must be a whole number"),
+    # Wrong types at any depth.
+    (
+        {"gpuPools": {"gpu": {"sharing": {"timeSlicing": {"replicas": "four"}}}}},
+        "gpuPools.gpu.sharing.timeSlicing.replicas must be a whole number from 2 to 16",
+    ),
+    (
+        {"gpuPools": {"gpu": {"sharing": {"timeSlicing": {}}}}},
+        "gpuPools.gpu.sharing.timeSlicing.replicas is required",
+    ),
+    (
+        {"gpuPools": {"gpu": {"sharing": {"timeslicing": {"replicas": 2}}}}},
+        "did you mean gpuPools.gpu.sharing.timeSlicing?",
+    ),
+    ({"gpuPools": {"gpu": "g5g.xlarge"}}, "gpuPools.gpu must be an object with keys"),
+    ({"gpuPools": ["gpu"]}, "gpuPools: Input should be a valid dictionary"),
+    ({"endpoint": {"publicAccessCidrs": "203.0.113.0/24"}}, "endpoint.publicAccessCidrs must be a list"),
+    # Pools (issue 12).
+    ({"gpuNodes": {"instanceTypes": ["g5g.xlarge"]}}, "gpuNodes was replaced by gpuPools"),
+    ({"gpuPools": {}}, "gpuPools is empty"),
+    ({"gpuPools": {"Inference Pool": {}}}, "pool name 'Inference Pool' must be a valid label value"),
+    (
+        {"gpuPools": {"gpu": {"sharing": {"timeSlicing": {"replicas": 1}}}}},
+        "replicas must be a whole number from 2 to 16, got 1",
+    ),
+    ({"gpuPools": {"gpu": {"sharing": {"timeSlicing": {"replicas": 64}}}}}, "from 2 to 16, got 64"),
+    (
+        {"gpuPools": {"gpu": {"instanceTypes": ["g5g.xlarge", "g5g.16xlarge"]}}},
+        "gpuPools.gpu.instanceTypes mix GPU counts {'g5g.xlarge': 1, 'g5g.16xlarge': 2}",
+    ),
+    ({"placement": {"key": "node-role"}}, "collides with the system group's label"),
+    ({"placement": {"key": "eks-gpu/pool"}}, "eks-gpu/pool"),
+    # Access (issue 11).
+    ({"clusterAdmins": ["arn:aws:iam::123456789012:role/ci-deploy"]}, None),
+    ({"clusterAdmins": "arn:aws:iam::123456789012:role/ci-deploy"}, "clusterAdmins must be a list"),
+    ({"clusterAdmins": ["ci-deploy"]}, "clusterAdmins[0] must be an IAM role or user ARN"),
+    (
+        {"clusterAdmins": ["arn:aws:sts::123456789012:assumed-role/ci-deploy/session"]},
+        "clusterAdmins[0] 'arn:aws:sts::123456789012:assumed-role/ci-deploy/session' is an assumed-role session",
+    ),
+    (
+        {"clusterAdmins": ["arn:aws:iam::123456789012:role/a", "arn:aws:iam::123456789012:role/a"]},
+        "clusterAdmins lists an item twice",
+    ),
+    ({"region": "eu-west-1"}, "unknown setting region: set it with aws:region"),
 ]
 
 
@@ -135,6 +213,30 @@ def test_bad_config_is_refused_with_the_key_and_what_is_allowed(raw: dict, messa
     with pytest.raises(ConfigError) as caught:
         _load(**raw)
     assert message in str(caught.value)
+
+
+def test_subnet_layout_is_computed_and_fits_the_vpc() -> None:
+    private, public = subnet_layout("10.0.0.0/16", 3)
+    assert private == ["10.0.0.0/19", "10.0.32.0/19", "10.0.64.0/19"]
+    assert public == ["10.0.96.0/22", "10.0.100.0/22", "10.0.104.0/22"]
+    assert subnet_layout("10.0.0.0/17", 3)[1] == ["10.0.96.0/22", "10.0.100.0/22", "10.0.104.0/22"]
+
+
+def test_secret_settings_are_supported_only_where_they_can_stay_secret() -> None:
+    config = load(
+        {"endpoint": OK_ENDPOINT, "clusterAdmins": ["arn:aws:iam::123456789012:role/x"]},
+        region="us-west-2",
+        default_cluster_name="x",
+        secret_keys=frozenset({"clusterAdmins", "endpoint"}),
+    )
+    assert config.secret_keys == {"clusterAdmins", "endpoint"}
+    with pytest.raises(ConfigError, match="gpuPools cannot be kept secret"):
+        load(
+            {"endpoint": OK_ENDPOINT},
+            region="us-west-2",
+            default_cluster_name="x",
+            secret_keys=frozenset({"gpuPools"}),
+        )
 
 
 def test_region_is_required() -> None:

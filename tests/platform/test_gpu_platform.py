@@ -78,6 +78,8 @@ def _create_nodegroup_request(inputs: dict) -> dict:
         },
         "updateConfig": inputs["updateConfig"],
         "version": inputs["version"],
+        **({"tags": inputs["tags"]} if "tags" in inputs else {}),
+        **({"nodeRepairConfig": inputs["nodeRepairConfig"]} if "nodeRepairConfig" in inputs else {}),
     }
 
 
@@ -96,11 +98,12 @@ def test_cluster_inputs(dev: Run) -> None:
     cluster = dev.one("eks:index:Cluster")
     assert cluster.inputs == {
         "name": "eks-gpu-platform-dev",
-        "version": "1.34",
+        "version": "1.35",
         "vpcId": "computed(gpu-platform-vpc.vpcId)",
         "privateSubnetIds": [f"computed(gpu-platform-vpc.privateSubnetIds[{i}])" for i in range(3)],
         "publicSubnetIds": [f"computed(gpu-platform-vpc.publicSubnetIds[{i}])" for i in range(3)],
         "authenticationMode": "API",
+        "accessEntries": {},
         "skipDefaultNodeGroup": True,
         "skipDefaultSecurityGroups": True,
         "endpointPrivateAccess": True,
@@ -108,23 +111,153 @@ def test_cluster_inputs(dev: Run) -> None:
         "publicAccessCidrs": ["0.0.0.0/0"],
         "encryptionConfigKeyArn": "arn:aws:kms:us-west-2:123456789012:key/gpu-platform-secrets",
         "enabledClusterLogTypes": ["api", "audit", "authenticator"],
+        # Pinned: pulumi-eks would otherwise pick the newest add-on on every run (drift).
+        "vpcCniOptions": {
+            "addonVersion": "v1.22.4-eksbuild.3",
+            "enableNetworkPolicy": True,  # the example's NetworkPolicy is enforced
+            "resolveConflictsOnCreate": "OVERWRITE",
+            "resolveConflictsOnUpdate": "OVERWRITE",
+        },
+        "kubeProxyAddonOptions": {
+            "version": "v1.35.3-eksbuild.13",
+            "resolveConflictsOnCreate": "OVERWRITE",
+            "resolveConflictsOnUpdate": "OVERWRITE",
+        },
     }
     key = dev.one("aws:kms/key:Key")
     assert key.inputs["enableKeyRotation"] is True
 
 
-def test_gpu_node_group_inputs(dev: Run) -> None:
-    gpu = dev.one(NODE_GROUP, "gpu-platform-gpu")
+def test_new_vpc_subnets_are_the_computed_layout(dev: Run) -> None:
+    specs = dev.one("awsx:ec2:Vpc").inputs["subnetSpecs"]
+    assert [(s["type"], s["cidrBlocks"]) for s in specs] == [
+        ("Private", ["10.0.0.0/19", "10.0.32.0/19", "10.0.64.0/19"]),
+        ("Public", ["10.0.96.0/22", "10.0.100.0/22", "10.0.104.0/22"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pool", "types", "labels", "scaling", "capacity"),
+    [
+        (
+            "inference",
+            ["g5g.xlarge", "g5g.2xlarge"],
+            {
+                "GPU": "true",
+                "eks-gpu/pool": "inference",
+                "k8s.amazonaws.com/accelerator": "nvidia-t4g",
+                "nvidia.com/device-plugin.config": "inference",
+            },
+            {"minSize": 0, "desiredSize": 0, "maxSize": 2},
+            "ON_DEMAND",
+        ),
+        (
+            "training",
+            ["g5g.16xlarge"],
+            {"GPU": "true", "eks-gpu/pool": "training", "k8s.amazonaws.com/accelerator": "nvidia-t4g"},
+            {"minSize": 0, "desiredSize": 0, "maxSize": 2},
+            "SPOT",
+        ),
+    ],
+)
+def test_each_gpu_pool_is_a_tainted_labelled_node_group(
+    dev: Run, pool, types, labels, scaling, capacity
+) -> None:
+    gpu = dev.one(NODE_GROUP, f"gpu-platform-gpu-{pool}")
     assert gpu.inputs["amiType"] == "AL2023_ARM_64_NVIDIA"
-    assert gpu.inputs["instanceTypes"] == ["g5g.xlarge", "g5g.2xlarge"]
-    assert gpu.inputs["labels"] == {"GPU": "true"}
+    assert gpu.inputs["instanceTypes"] == types
+    assert gpu.inputs["labels"] == labels
     assert gpu.inputs["taints"] == [{"key": "GPU", "value": "true", "effect": "NO_SCHEDULE"}]
-    assert gpu.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 2}
-    assert gpu.inputs["capacityType"] == "ON_DEMAND"
+    assert gpu.inputs["scalingConfig"] == scaling
+    assert gpu.inputs["capacityType"] == capacity
     assert gpu.inputs["updateConfig"] == {"maxUnavailable": 1}
+    assert gpu.inputs["nodeRepairConfig"] == {"enabled": True}
     assert gpu.inputs["subnetIds"] == [f"computed(gpu-platform-vpc.privateSubnetIds[{i}])" for i in range(3)]
     assert "diskSize" not in gpu.inputs  # the launch template owns the disk
-    assert gpu.inputs["nodeGroupNamePrefix"] == "gpu-"  # replacements create the new group first
+    assert gpu.inputs["nodeGroupNamePrefix"] == f"gpu-{pool}-"  # replacements create the new group first
+
+
+def test_addons_are_pinned_for_the_clusters_version_and_overwrite_on_update(dev: Run) -> None:
+    addons = {a.inputs["addonName"]: a.inputs for a in dev.of_type("aws:eks/addon:Addon")}
+    assert {name: (a["addonVersion"], a["resolveConflictsOnUpdate"]) for name, a in addons.items()} == {
+        "eks-pod-identity-agent": ("v1.3.10-eksbuild.3", "OVERWRITE"),
+        "coredns": ("v1.14.3-eksbuild.3", "OVERWRITE"),
+    }
+    for inputs in addons.values():
+        _validate(
+            "eks",
+            "CreateAddon",
+            {
+                k: inputs[k]
+                for k in ("clusterName", "addonName", "addonVersion", "resolveConflicts")
+                if k in inputs
+            },
+        )
+
+
+def test_a_kubernetes_version_bump_moves_every_addon(tmp_path: Path) -> None:
+    bumped = _variant(
+        tmp_path,
+        "bump",
+        'eks-gpu-platform:kubernetesVersion: "1.35"',
+        'eks-gpu-platform:kubernetesVersion: "1.36"',
+    )
+    cluster = bumped.one("eks:index:Cluster").inputs
+    addons = {a.inputs["addonName"]: a.inputs["addonVersion"] for a in bumped.of_type("aws:eks/addon:Addon")}
+    assert cluster["version"] == "1.36"
+    assert cluster["kubeProxyAddonOptions"]["version"] == "v1.36.0-eksbuild.14"
+    assert addons == {"eks-pod-identity-agent": "v1.3.10-eksbuild.3", "coredns": "v1.14.3-eksbuild.3"}
+    assert {g.inputs["version"] for g in bumped.of_type(NODE_GROUP)} == {"1.36"}
+    release = bumped.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler")
+    assert release.inputs["values"]["image"] == {"tag": "v1.36.1"}
+
+
+def test_two_runs_of_the_same_stack_declare_identical_inputs(dev: Run) -> None:
+    """No input is looked up afresh per run (add-on versions, AMIs): a preview with no change shows none."""
+    again = run_project(ROOT, "dev")
+    assert {r.urn: r.inputs for r in again.resources} == {r.urn: r.inputs for r in dev.resources}
+
+
+def test_cluster_admins_become_access_entries(tmp_path: Path) -> None:
+    admins = _variant(
+        tmp_path,
+        "admins",
+        "  eks-gpu-platform:production: false",
+        "  eks-gpu-platform:production: false\n  eks-gpu-platform:clusterAdmins:\n"
+        "    - arn:aws:iam::123456789012:role/github-deploy\n    - arn:aws:iam::123456789012:user/ops/alice",
+    )
+    entries = admins.one("eks:index:Cluster").inputs["accessEntries"]
+    admin = {
+        "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+        "accessScope": {"type": "cluster"},
+    }
+    assert entries == {
+        "role-github-deploy": {
+            "principalArn": "arn:aws:iam::123456789012:role/github-deploy",
+            "accessPolicies": {"cluster-admin": admin},
+        },
+        "user-alice": {
+            "principalArn": "arn:aws:iam::123456789012:user/ops/alice",
+            "accessPolicies": {"cluster-admin": admin},
+        },
+    }
+    for entry in entries.values():
+        _validate("eks", "CreateAccessEntry", {"clusterName": "c", "principalArn": entry["principalArn"]})
+        _validate(
+            "eks",
+            "AssociateAccessPolicy",
+            {"clusterName": "c", "principalArn": entry["principalArn"], **admin},
+        )
+
+
+def _variant(tmp_path: Path, stack: str, old: str, new: str, *, secret_keys: tuple[str, ...] = ()) -> Run:
+    """The dev stack with one edit, run as stack ``stack``."""
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    assert old in text
+    (tmp_path / f"Pulumi.{stack}.yaml").write_text(text.replace(old, new))
+    return run_project(tmp_path, stack, secret_keys=secret_keys)
 
 
 def test_system_node_group_is_untainted_arm(dev: Run) -> None:
@@ -135,7 +268,9 @@ def test_system_node_group_is_untainted_arm(dev: Run) -> None:
     assert "GPU" not in system.inputs["labels"]
 
 
-@pytest.mark.parametrize("name", ["gpu-platform-gpu", "gpu-platform-system"])
+@pytest.mark.parametrize(
+    "name", ["gpu-platform-gpu-inference", "gpu-platform-gpu-training", "gpu-platform-system"]
+)
 def test_node_group_request_passes_the_eks_api_model(dev: Run, name: str) -> None:
     inputs = dev.one(NODE_GROUP, name).inputs
     request = _create_nodegroup_request(inputs)
@@ -146,7 +281,7 @@ def test_node_group_request_passes_the_eks_api_model(dev: Run, name: str) -> Non
 
 
 def test_the_eks_model_would_reject_the_kubernetes_spelling_of_the_effect(dev: Run) -> None:
-    request = _create_nodegroup_request(dev.one(NODE_GROUP, "gpu-platform-gpu").inputs)
+    request = _create_nodegroup_request(dev.one(NODE_GROUP, "gpu-platform-gpu-inference").inputs)
     request["taints"] = [DEFAULT_PLACEMENT.node_taint()]
     assert _request_errors("eks", "CreateNodegroup", request) == [
         ".taints[0].effect: 'NoSchedule' is not one of TaintEffect ['NO_SCHEDULE', 'NO_EXECUTE', 'PREFER_NO_SCHEDULE']"
@@ -154,7 +289,11 @@ def test_the_eks_model_would_reject_the_kubernetes_spelling_of_the_effect(dev: R
 
 
 def test_launch_templates_require_imdsv2_and_encrypt_gp3_root_volumes(dev: Run) -> None:
-    for name, disk in (("gpu-platform-gpu-lt", 100), ("gpu-platform-system-lt", 30)):
+    for name, disk in (
+        ("gpu-platform-gpu-inference-lt", 100),
+        ("gpu-platform-gpu-training-lt", 200),
+        ("gpu-platform-system-lt", 30),
+    ):
         inputs = dev.one("aws:ec2/launchTemplate:LaunchTemplate", name).inputs
         assert inputs["metadataOptions"] == {
             "httpEndpoint": "enabled",
@@ -222,8 +361,8 @@ def test_plain_pods_never_land_on_gpu_nodes_and_gpu_pods_only_there(dev: Run) ->
     nodes = [
         Node.from_node_group(
             "gpu",
-            labels=dev.one(NODE_GROUP, "gpu-platform-gpu").inputs["labels"],
-            eks_taints=dev.one(NODE_GROUP, "gpu-platform-gpu").inputs["taints"],
+            labels=dev.one(NODE_GROUP, "gpu-platform-gpu-inference").inputs["labels"],
+            eks_taints=dev.one(NODE_GROUP, "gpu-platform-gpu-inference").inputs["taints"],
             instance_type="g5g.xlarge",
             arch="arm64",
             gpus=ARM_NVIDIA["g5g.xlarge"].gpus,
@@ -244,9 +383,20 @@ def test_plain_pods_never_land_on_gpu_nodes_and_gpu_pods_only_there(dev: Run) ->
 def test_stack_outputs_for_consumers(dev: Run) -> None:
     outputs = dev.stack_outputs
     assert repr(outputs["kubeconfig"]) == "[secret]"
-    assert outputs["placement"] == {"key": "GPU", "value": "true"}
+    assert outputs["placement"] == {
+        "key": "GPU",
+        "value": "true",
+        "poolLabel": "eks-gpu/pool",
+        "pools": {
+            "inference": {"gpusPerNode": 1, "timeSlicingReplicas": 4, "capacityType": "ON_DEMAND"},
+            "training": {"gpusPerNode": 2, "timeSlicingReplicas": 1, "capacityType": "SPOT"},
+        },
+    }
     assert outputs["clusterName"] == "eks-gpu-platform-dev"
-    assert outputs["gpuNodeGroupName"] == "computed(gpu-platform-gpu.nodeGroupName)"
+    assert outputs["gpuNodeGroupNames"] == {
+        "inference": "computed(gpu-platform-gpu-inference.nodeGroupName)",
+        "training": "computed(gpu-platform-gpu-training.nodeGroupName)",
+    }
     assert (outputs["devicePluginRelease"], outputs["devicePluginNamespace"]) == (
         "nvidia-device-plugin",
         "nvidia-device-plugin",
@@ -256,7 +406,7 @@ def test_stack_outputs_for_consumers(dev: Run) -> None:
 def test_bad_config_declares_nothing(tmp_path: Path) -> None:
     (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
     (tmp_path / "Pulumi.bad.yaml").write_text(
-        "config:\n  aws:region: us-west-2\n  eks-gpu-platform:gpuNodes:\n    instanceTypes: [g5.xlarge]\n"
+        "config:\n  aws:region: us-west-2\n  eks-gpu-platform:gpuPools:\n    a:\n      instanceTypes: [g5.xlarge]\n"
     )
     (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
     from infra.platform.config import ConfigError
@@ -276,8 +426,37 @@ def test_production_protects_what_holds_running_workloads(tmp_path: Path) -> Non
     protected = sorted(r.name for r in prod.resources if r.protect)
     assert protected == [
         "gpu-platform-eks",
-        "gpu-platform-gpu",
-        "gpu-platform-gpu-lt",
+        "gpu-platform-gpu-inference",
+        "gpu-platform-gpu-inference-lt",
+        "gpu-platform-gpu-training",
+        "gpu-platform-gpu-training-lt",
         "gpu-platform-secrets",
     ]
     assert not any(r.protect for r in run_project(ROOT, "dev").resources)
+
+
+def test_secret_settings_stay_secret_in_every_input_they_reach(tmp_path: Path) -> None:
+    from pulumi.runtime.rpc import is_rpc_secret, unwrap_rpc_secret
+
+    run = _variant(
+        tmp_path,
+        "secret",
+        "  eks-gpu-platform:production: false",
+        "  eks-gpu-platform:production: false\n  eks-gpu-platform:clusterAdmins:\n"
+        "    - arn:aws:iam::123456789012:role/github-deploy",
+        secret_keys=("eks-gpu-platform:clusterAdmins", "eks-gpu-platform:endpoint"),
+    )
+    cluster = run.one("eks:index:Cluster").inputs
+    assert is_rpc_secret(cluster["accessEntries"]) and is_rpc_secret(cluster["publicAccessCidrs"])
+    # A secret list never names resources: the entry is keyed by position, not by the role's name.
+    assert list(unwrap_rpc_secret(cluster["accessEntries"])) == ["admin-0"]
+    assert "github-deploy" not in json.dumps([r.urn for r in run.resources])
+
+
+def test_a_key_under_a_misspelled_project_namespace_is_an_error(tmp_path: Path) -> None:
+    from infra.platform.config import ConfigError
+
+    with pytest.raises(
+        ConfigError, match=r"'eks-gpu-platfrom:production'.*did you mean eks-gpu-platform:production"
+    ):
+        _variant(tmp_path, "typo", "eks-gpu-platform:production: false", "eks-gpu-platfrom:production: false")

@@ -1,0 +1,45 @@
+"""EKS add-ons, each pinned per Kubernetes version so a preview shows no change when nothing changed.
+
+pulumi-eks, left alone, looks up the most recent add-on version on every run
+(``aws.eks.getAddonVersion(mostRecent=true)`` in ``nodejs/eks/cluster/cluster.ts``
+and ``addons/cni-addon.ts``), so a new eksbuild shows up as a diff nobody asked
+for. Here every add-on has a version from this table, and a ``kubernetesVersion``
+bump moves all of them with it.
+
+Versions as published for each Kubernetes minor (AWS EKS user guide,
+managing-kube-proxy / managing-coredns tables; vpc-cni and eks-pod-identity-agent
+as `aws eks describe-addon-versions` reported them in 2026-09). Check before a
+bump: ``aws eks describe-addon-versions --kubernetes-version 1.36 --addon-name kube-proxy
+--query 'addons[].addonVersions[0].addonVersion'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+ADDON_VERSIONS: Mapping[str, Mapping[str, str]] = {
+    "1.35": {
+        "vpc-cni": "v1.22.4-eksbuild.3",
+        "kube-proxy": "v1.35.3-eksbuild.13",
+        "coredns": "v1.14.3-eksbuild.3",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
+    },
+    "1.36": {
+        "vpc-cni": "v1.22.4-eksbuild.3",
+        "kube-proxy": "v1.36.0-eksbuild.14",
+        "coredns": "v1.14.3-eksbuild.3",
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
+    },
+}
+
+# On update, our configuration wins over what someone changed by hand in the cluster
+# (the add-on's fields only; EKS never touches fields the add-on does not manage).
+RESOLVE_CONFLICTS = "OVERWRITE"
+
+# The VPC CNI's network-policy agent: without it NetworkPolicies are accepted by the
+# API and enforced by nothing (AWS EKS user guide, cni-network-policy-configure).
+VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
+
+
+def version(addon: str, kubernetes_version: str) -> str:
+    return ADDON_VERSIONS[kubernetes_version][addon]

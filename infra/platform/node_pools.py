@@ -1,0 +1,72 @@
+"""What every node of a GPU pool carries, and what the autoscaler is told about it: pure, one place.
+
+The node group (labels, taints, tags), the device plugin (which pools are
+time-sliced), the autoscaler's node template and the preview all read these
+functions, so a pool at zero nodes is imagined exactly as a real node will be.
+
+Cluster Autoscaler (AWS provider, ``cloudprovider/aws/aws_manager.go``
+``buildNodeFromTemplate``, 1.35.2 and 1.36.1) builds a zero-node template from, in
+order, the instance-type table (1 GPU for g5g.xlarge..8xlarge, 2 for 16xlarge and
+metal), the ASG's ``node-template/resources/*`` tags, then the managed node group's
+own tags from ``eks:DescribeNodegroup``; the last writer wins. Labels and taints
+come from the ASG's ``node-template`` tags, overridden (labels) or appended (taints)
+by the node group's own from ``DescribeNodegroup``. So the GPU count that a
+time-sliced pool advertises goes on the node group's tags (highest precedence) and,
+as a fallback for a missing DescribeNodegroup permission, on the ASG.
+"""
+
+from __future__ import annotations
+
+from infra.workloads.placement import GPU_RESOURCE, GpuPool, Placement
+
+TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
+# Cluster Autoscaler knows a node is a GPU node only by this label (aws_cloud_provider.go
+# GPULabel); then it holds a new node as unready until nvidia.com/gpu is allocatable
+# (processors/customresources/gpu_processor.go) instead of scaling up a second time.
+# Any value works; the value is only reported in metrics (T4G is not in its known list).
+ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+ACCELERATOR = "nvidia-t4g"
+# The NVIDIA device plugin's config-manager picks the named config in this node label
+# (deployments/helm/nvidia-device-plugin/templates/daemonset-device-plugin.yml, v0.20.0).
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# Our own discovery tag: the autoscaler scales GPU pools only (EKS tags every managed
+# group's ASG with k8s.io/cluster-autoscaler/enabled and .../<cluster>, the system group's too).
+AUTOSCALED_TAG = "eks-gpu/autoscaled"
+AUTOSCALED_VALUE = "true"
+
+
+def labels(placement: Placement, pool: GpuPool) -> dict[str, str]:
+    """The node labels of a pool: the contract's, the pool's, the autoscaler's, the plugin's."""
+    result = {**placement.pool_labels(pool.name), ACCELERATOR_LABEL: ACCELERATOR}
+    if pool.shared:
+        result[DEVICE_PLUGIN_CONFIG_LABEL] = pool.name  # untouched pools take the whole-GPU default
+    return result
+
+
+def node_group_tags(pool: GpuPool) -> dict[str, str]:
+    """Tags on the EKS node group itself: read by the autoscaler through DescribeNodegroup, and they win."""
+    return {f"{TEMPLATE}/resources/{GPU_RESOURCE}": str(pool.slots_per_node)}
+
+
+def asg_tags(cluster_name: str, placement: Placement, pool: GpuPool) -> dict[str, str]:
+    """Tags we put on the pool's ASG: only ones EKS does not set itself.
+
+    EKS sets ``k8s.io/cluster-autoscaler/enabled`` and ``.../<cluster>`` on every managed
+    group's ASG; declaring them would take them over and delete them on destroy.
+    """
+    taint = placement.node_taint()
+    return {
+        AUTOSCALED_TAG: AUTOSCALED_VALUE,
+        **{f"{TEMPLATE}/label/{k}": v for k, v in labels(placement, pool).items()},
+        f"{TEMPLATE}/taint/{taint['key']}": f"{taint['value']}:{taint['effect']}",
+        **node_group_tags(pool),
+    }
+
+
+def discovery_tags(cluster_name: str) -> list[str]:
+    """``--node-group-auto-discovery`` tags: all must match, so only GPU pools are found."""
+    return [
+        "k8s.io/cluster-autoscaler/enabled",
+        f"k8s.io/cluster-autoscaler/{cluster_name}",
+        f"{AUTOSCALED_TAG}={AUTOSCALED_VALUE}",
+    ]
