@@ -59,6 +59,9 @@ def test_the_inputs_are_exactly_the_components_arguments(schema: dict[str, Any])
     # A setting the Python component gains must reach other languages too, and the
     # package must not offer one the component would not take.
     components = sys.modules["eks_gpu_components"]
-    assert list(components.GpuDeploymentArgs.__annotations__) == [
-        field.name for field in dataclasses.fields(GpuDeploymentArgs)
-    ]
+    served = list(components.GpuDeploymentArgs.__annotations__)
+    taken = [field.name for field in dataclasses.fields(GpuDeploymentArgs)]
+    assert served == taken, (
+        "infra.workloads.GpuDeploymentArgs changed: make GpuDeploymentArgs in "
+        "provider/eks_gpu_components.py list the same fields, then update test_gpu_deployment_inputs"
+    )
