@@ -1,0 +1,236 @@
+"""Operate the GPU nodes: GPU metrics from the CloudWatch add-on, node health for repair, dashboard, alarms.
+
+- ``amazon-cloudwatch-observability`` (EKS add-on, chart aws-observability/helm-charts
+  ``charts/amazon-cloudwatch-observability`` 6.4.0): the CloudWatch agent on every node
+  (node metrics), NVIDIA dcgm-exporter on the GPU nodes (GPU metrics; the agent
+  scrapes it and publishes Container Insights ``node_gpu_*``/``pod_gpu_*``). AWS access
+  by EKS Pod Identity for ``amazon-cloudwatch/cloudwatch-agent`` with
+  ``CloudWatchAgentServerPolicy``.
+- ``eks-node-monitoring-agent`` (EKS add-on): reports the node conditions EKS node
+  auto-repair acts on (``KernelReady``, ``NetworkingReady``, ``StorageReady``,
+  ``ContainerRuntimeReady``, ``AcceleratedHardwareReady``). Its chart's ``nodeAgent``
+  tolerates every taint (``tolerations: [{operator: Exists}]``), so it needs no values.
+  On arm64 (g5g) its NVIDIA checks are off: ``monitors/nvidia/monitor.go`` disables
+  DCGM monitoring for arm unless the node runs EKS Auto Mode, and its ``dcgmAgent``
+  DaemonSet requires ``kubernetes.io/arch In [amd64]``. On this platform, only the
+  generic conditions drive repair.
+- the dashboard and alarms of :mod:`infra.platform.gpu_metrics`.
+
+Why the configuration values look as they do: the chart's root ``tolerations:
+[{operator: Exists}]`` puts every agent on every tainted node, whatever the taint.
+We replace it with the contract's toleration (``Placement.toleration()``), so the
+agents land on the system group and every GPU pool, and on a node tainted for some
+other purpose only if someone says so. dcgm-exporter keeps the chart's required
+affinity ``node.kubernetes.io/instance-type In [...]`` (it lists g5g.xlarge ..
+g5g.metal, i.e. only GPU instance types) and gets the same toleration; its
+``nodeSelector``/``affinity`` are not among the add-on configuration keys we could
+verify (``tolerations``, ``agent.tolerations``, ``dcgmExporter.enabled``,
+``dcgmExporter.tolerations``, ``containerLogs.enabled``,
+``containerLogs.fluentBit.tolerations``), and a key outside the add-on's schema fails
+CreateAddon. So "GPU nodes only" is proven, not sent: ``infra.tooling.agents``
+evaluates the rendered placement against the declared node groups and fails if
+dcgm-exporter misses a GPU pool (e.g. a new instance type the chart's list lacks)
+or lands on a non-GPU group. Container logs (Fluent Bit) are off by default: they
+ship every container's stdout to CloudWatch Logs, billed per GB ingested, and
+model servers log per request; turn ``containerLogs`` on when you want them.
+``configurationValues`` replaces the add-on's whole configuration on update, so
+it is built complete every time, never patched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from infra.platform.gpu_metrics import AlarmSettings, PoolView, alarms, dashboard_body
+from infra.workloads.placement import Placement
+
+CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
+NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
+CLOUDWATCH_NAMESPACE = "amazon-cloudwatch"
+CLOUDWATCH_SERVICE_ACCOUNT = "cloudwatch-agent"
+CLOUDWATCH_POLICY_ARN = "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
+
+# Add-on versions per Kubernetes minor. NOT verified against the EKS API (no account
+# here): v6.4.0-eksbuild.1 is what chart 6.4.0 (2026-08-06) suggests, v1.7.0-eksbuild.1
+# is the node agent chart 1.7.0's image tag. Before `pulumi up`, check and correct with
+#   aws eks describe-addon-versions --addon-name amazon-cloudwatch-observability \
+#     --kubernetes-version 1.35 --query 'addons[].addonVersions[].addonVersion'
+# (and --addon-name eks-node-monitoring-agent); CreateAddon refuses an unknown version.
+ADDON_VERSIONS: Mapping[str, Mapping[str, str]] = {
+    "1.35": {CLOUDWATCH_ADDON: "v6.4.0-eksbuild.1", NODE_MONITORING_ADDON: "v1.7.0-eksbuild.1"},
+    "1.36": {CLOUDWATCH_ADDON: "v6.4.0-eksbuild.1", NODE_MONITORING_ADDON: "v1.7.0-eksbuild.1"},
+}
+
+POD_IDENTITY_TRUST_POLICY: dict[str, Any] = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "pods.eks.amazonaws.com"},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+        }
+    ],
+}
+
+
+class ObservabilityError(ValueError):
+    """A setting the observability resources cannot be built from; the message names it."""
+
+
+@dataclass(frozen=True)
+class ObservabilitySettings:
+    """The ``observability`` config section, as this module reads it (config.py validates it)."""
+
+    enabled: bool = True
+    container_logs: bool = False
+    node_monitoring_agent: bool = True
+    gpu_namespaces: tuple[str, ...] = ()
+    sns_topic_arn: str | None = None
+    gpu_pod_pending_seconds: float = 600
+    node_not_ready_seconds: float = 600
+
+
+def addon_version(addon: str, kubernetes_version: str) -> str:
+    """The pinned version of ``addon`` for the cluster's minor; the error names the setting."""
+    try:
+        return ADDON_VERSIONS[kubernetes_version][addon]
+    except KeyError:
+        raise ObservabilityError(
+            f"kubernetesVersion {kubernetes_version!r}: no pinned {addon} add-on version; "
+            f"allowed: {', '.join(ADDON_VERSIONS)} (add a row to infra/platform/observability.py ADDON_VERSIONS)"
+        ) from None
+
+
+def cloudwatch_configuration(placement: Placement, *, container_logs: bool = False) -> dict[str, Any]:
+    """The add-on's configurationValues: every agent tolerates the contract's taint, and only that.
+
+    Root ``tolerations`` replaces the chart's ``[{operator: Exists}]`` for every
+    component that does not set its own; the agent and dcgm-exporter set theirs
+    explicitly so the intent reads here, not in the chart's fallbacks.
+    """
+    toleration = [placement.toleration()]
+    values: dict[str, Any] = {
+        "tolerations": toleration,
+        "agent": {"tolerations": toleration},
+        "dcgmExporter": {"enabled": True, "tolerations": toleration},
+        "containerLogs": {"enabled": container_logs},
+    }
+    if container_logs:
+        values["containerLogs"]["fluentBit"] = {"tolerations": toleration}
+    return values
+
+
+@dataclass
+class Observability:
+    """What :func:`observability` declared; ``None`` where a part is switched off."""
+
+    cloudwatch_addon: aws.eks.Addon | None = None
+    node_monitoring_addon: aws.eks.Addon | None = None
+    dashboard: aws.cloudwatch.Dashboard | None = None
+    alarms: dict[str, aws.cloudwatch.MetricAlarm] = field(default_factory=dict)
+
+
+def observability(
+    name: str,
+    settings: ObservabilitySettings,
+    *,
+    cluster_name: str,
+    region: str,
+    kubernetes_version: str,
+    placement: Placement,
+    pools: Sequence[PoolView],
+    pod_identity_agent: pulumi.Resource,
+    opts: pulumi.ResourceOptions,
+) -> Observability:
+    """Declare the add-ons, the agent's IAM role, the dashboard and the alarms.
+
+    ``pod_identity_agent`` is the platform's ``eks-pod-identity-agent`` add-on: the
+    CloudWatch agent's pods must start after it, or they run without credentials
+    (Pod Identity injects them at pod creation).
+    """
+    declared = Observability()
+    if settings.node_monitoring_agent:
+        declared.node_monitoring_addon = aws.eks.Addon(
+            f"{name}-node-monitoring",
+            cluster_name=cluster_name,
+            addon_name=NODE_MONITORING_ADDON,
+            addon_version=addon_version(NODE_MONITORING_ADDON, kubernetes_version),
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            opts=opts,
+        )
+    if not settings.enabled:
+        return declared
+    if not pools:
+        raise ObservabilityError(
+            "observability.enabled is true but the stack declares no GPU pool: GPU metrics need a pool "
+            "in gpuPools, or set observability.enabled to false"
+        )
+    role = aws.iam.Role(
+        f"{name}-cloudwatch-agent", assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts
+    )
+    attachment = aws.iam.RolePolicyAttachment(
+        f"{name}-cloudwatch-agent-policy",
+        role=role.name,
+        policy_arn=CLOUDWATCH_POLICY_ARN,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=role)),
+    )
+    declared.cloudwatch_addon = aws.eks.Addon(
+        f"{name}-cloudwatch",
+        cluster_name=cluster_name,
+        addon_name=CLOUDWATCH_ADDON,
+        addon_version=addon_version(CLOUDWATCH_ADDON, kubernetes_version),
+        configuration_values=json.dumps(
+            cloudwatch_configuration(placement, container_logs=settings.container_logs), sort_keys=True
+        ),
+        resolve_conflicts_on_create="OVERWRITE",
+        resolve_conflicts_on_update="OVERWRITE",
+        pod_identity_associations=[{"role_arn": role.arn, "service_account": CLOUDWATCH_SERVICE_ACCOUNT}],
+        opts=pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(depends_on=[pod_identity_agent, attachment])
+        ),
+    )
+    declared.dashboard = aws.cloudwatch.Dashboard(
+        f"{name}-dashboard",
+        dashboard_name=f"{cluster_name}-gpu",
+        dashboard_body=json.dumps(dashboard_body(cluster_name, region, pools, settings.gpu_namespaces)),
+        opts=opts,
+    )
+    alarm_settings = AlarmSettings(
+        gpu_pod_pending_seconds=settings.gpu_pod_pending_seconds,
+        node_not_ready_seconds=settings.node_not_ready_seconds,
+        sns_topic_arn=settings.sns_topic_arn,
+    )
+    for short, args in alarms(cluster_name, alarm_settings).items():
+        declared.alarms[short] = aws.cloudwatch.MetricAlarm(f"{name}-{short}", **args, opts=opts)
+    return declared
+
+
+def settings_from_config(section: Any) -> ObservabilitySettings:
+    """Adapter from the validated config section (``PlatformConfig.observability``) to this module's settings."""
+    from infra.platform.config_types import go_duration_seconds
+
+    alarms_section = getattr(section, "alarms", None)
+    return ObservabilitySettings(
+        enabled=section.enabled,
+        container_logs=section.container_logs,
+        node_monitoring_agent=section.node_monitoring_agent,
+        gpu_namespaces=tuple(section.gpu_namespaces),
+        sns_topic_arn=getattr(alarms_section, "sns_topic_arn", None),
+        gpu_pod_pending_seconds=float(go_duration_seconds(alarms_section.gpu_pod_pending_for) or 0),
+        node_not_ready_seconds=float(go_duration_seconds(alarms_section.node_not_ready_for) or 0),
+    )
+
+
+def pool_views(pools: Mapping[str, Any]) -> list[PoolView]:
+    """The dashboard's view of ``config.gpu_pools`` (name -> pool config with instance types, GPU count)."""
+    return [
+        PoolView(name=name, instance_types=tuple(pool.instance_types), gpus_per_node=pool.gpus_per_node)
+        for name, pool in pools.items()
+    ]

@@ -1,0 +1,318 @@
+"""GPU metrics add-on, node monitoring add-on, dashboard and alarms: exact requests, validated against botocore."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from typing import Any
+
+import botocore.session
+import pulumi
+import pytest
+from botocore.validate import ParamValidator
+
+from infra.platform.gpu_metrics import (
+    METRICS,
+    AlarmSettings,
+    PoolView,
+    alarms,
+    dashboard_body,
+    metric_names,
+    pool_overlaps,
+)
+from infra.platform.instance_types import ARM_NVIDIA
+from infra.platform.observability import (
+    CLOUDWATCH_ADDON,
+    CLOUDWATCH_POLICY_ARN,
+    NODE_MONITORING_ADDON,
+    ObservabilityError,
+    ObservabilitySettings,
+    addon_version,
+    cloudwatch_configuration,
+    observability,
+)
+from infra.tooling.agents import agents_of, groups_of, land
+from infra.tooling.chart_models import DCGM_EXPORTER_INSTANCE_TYPES
+from infra.tooling.offline import Run, run_program
+from infra.workloads.placement import Placement
+
+CLUSTER = "eks-gpu-platform-dev"
+POOLS = [
+    PoolView("default", ("g5g.xlarge", "g5g.2xlarge"), 1),
+    PoolView("big", ("g5g.16xlarge",), 2),
+]
+CUSTOM = Placement(key="accelerator", value="nvidia-t4g")
+
+
+@cache
+def _model(service: str):
+    return botocore.session.get_session().get_service_model(service)
+
+
+def _errors(service: str, operation: str, params: dict[str, Any]) -> list[str]:
+    shape = _model(service).operation_model(operation).input_shape
+    report = ParamValidator().validate(params, shape)
+    problems = [report.generate_report()] if report.has_errors() else []
+    for key, value in params.items():  # enums, as AWS checks them
+        member = shape.members[key]
+        if member.type_name == "string" and member.enum and value not in member.enum:
+            problems.append(f"{key}: {value!r} not in {member.enum}")
+    return problems
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def put_metric_alarm_request(args: dict[str, Any]) -> dict[str, Any]:
+    """What the AWS provider sends to PutMetricAlarm for these aws.cloudwatch.MetricAlarm arguments."""
+    rename = {"name": "AlarmName", "alarm_description": "AlarmDescription", "ok_actions": "OKActions"}
+    request = {}
+    for key, value in args.items():
+        api = rename.get(key) or (_camel(key)[0].upper() + _camel(key)[1:])
+        if key == "dimensions":
+            value = [{"Name": k, "Value": v} for k, v in value.items()]
+        request[api] = value
+    return request
+
+
+# --- the add-on's configuration -------------------------------------------------------------
+
+
+def test_configuration_tolerates_the_contract_taint_only_and_turns_container_logs_off() -> None:
+    values = cloudwatch_configuration(CUSTOM)
+    toleration = {"key": "accelerator", "operator": "Equal", "value": "nvidia-t4g", "effect": "NoSchedule"}
+    assert values == {
+        "tolerations": [toleration],
+        "agent": {"tolerations": [toleration]},
+        "dcgmExporter": {"enabled": True, "tolerations": [toleration]},
+        "containerLogs": {"enabled": False},
+    }
+    with_logs = cloudwatch_configuration(CUSTOM, container_logs=True)
+    assert with_logs["containerLogs"] == {"enabled": True, "fluentBit": {"tolerations": [toleration]}}
+
+
+def test_the_charts_dcgm_instance_types_cover_every_arm_gpu_type_we_allow() -> None:
+    assert set(ARM_NVIDIA) <= set(DCGM_EXPORTER_INSTANCE_TYPES)
+
+
+def test_addon_versions_are_pinned_and_an_unpinned_kubernetes_version_is_named() -> None:
+    assert addon_version(CLOUDWATCH_ADDON, "1.35") == "v6.4.0-eksbuild.1"
+    with pytest.raises(ObservabilityError, match=r"kubernetesVersion '1\.99'.*allowed: 1\.35, 1\.36"):
+        addon_version(NODE_MONITORING_ADDON, "1.99")
+
+
+# --- dashboard ------------------------------------------------------------------------------
+
+
+def _check_dashboard(body: dict[str, Any]) -> None:
+    """The dashboard body structure (CloudWatch "Dashboard Body Structure and Syntax")."""
+    assert set(body) == {"widgets"} and body["widgets"]
+    for widget in body["widgets"]:
+        assert widget["type"] == "metric"
+        assert widget["x"] >= 0 and widget["x"] + widget["width"] <= 24 and 1 <= widget["height"] <= 1000
+        props = widget["properties"]
+        assert props["region"] and props["metrics"] and isinstance(props["metrics"], list)
+        ids = []
+        for row in props["metrics"]:
+            assert isinstance(row, list) and row
+            if isinstance(row[0], dict):  # [{expression, id, label}]
+                assert set(row[0]) <= {"expression", "id", "label", "period", "visible", "yAxis", "color"}
+                assert re.fullmatch(r"[a-z][a-zA-Z0-9_]*", row[0]["id"]), row[0]["id"]
+                ids.append(row[0]["id"])
+                assert row[0]["expression"].count("(") == row[0]["expression"].count(")")
+            else:  # [Namespace, MetricName, (DimName, DimValue)*, {options}?]
+                plain = [x for x in row if not isinstance(x, dict)]
+                assert len(plain) % 2 == 0 and all(isinstance(x, str) for x in plain)
+                assert all(isinstance(x, dict) for x in row[len(plain) :])
+        assert len(ids) == len(set(ids))
+
+
+def test_dashboard_names_only_real_metrics_with_their_published_dimensions() -> None:
+    body = dashboard_body(CLUSTER, "us-west-2", POOLS, gpu_namespaces=("inference",))
+    _check_dashboard(body)
+    assert metric_names(body) == {
+        "node_gpu_utilization",
+        "node_gpu_memory_utilization",
+        "cluster_node_count",
+        "cluster_failed_node_count",
+        "scheduler_pending_pods_UNSCHEDULABLE",
+        "pod_status_pending",
+    }
+    assert metric_names(body) <= set(METRICS)
+    text = json.dumps(body)
+    # per pool: a SEARCH over the pool's instance types at GPU-device level, averaged
+    assert (
+        "AVG(SEARCH('{ContainerInsights,ClusterName,GpuDevice,InstanceId,InstanceType,NodeName} "
+        'MetricName=\\"node_gpu_utilization\\" ClusterName=\\"eks-gpu-platform-dev\\" '
+        '(InstanceType=\\"g5g.xlarge\\" OR InstanceType=\\"g5g.2xlarge\\")\', \'Average\', 60))'
+    ) in text
+    # GPU nodes of a 2-GPU pool: devices reporting / 2
+    assert "*0+1)/2" in text
+    assert 'Namespace=\\"inference\\"' in text
+    errors = _errors("cloudwatch", "PutDashboard", {"DashboardName": f"{CLUSTER}-gpu", "DashboardBody": text})
+    assert errors == []
+
+
+def test_pools_sharing_an_instance_type_are_named() -> None:
+    assert pool_overlaps([*POOLS, PoolView("shared", ("g5g.xlarge",), 1)]) == {
+        "g5g.xlarge": ["default", "shared"]
+    }
+
+
+# --- alarms ---------------------------------------------------------------------------------
+
+
+def test_alarms_are_valid_put_metric_alarm_requests_with_the_thresholds_in_minutes() -> None:
+    topic = "arn:aws:sns:us-west-2:123456789012:gpu-oncall"
+    found = alarms(
+        CLUSTER, AlarmSettings(gpu_pod_pending_seconds=900, node_not_ready_seconds=90, sns_topic_arn=topic)
+    )
+    pending, not_ready = found["gpu-pod-pending"], found["gpu-node-not-ready"]
+    assert (pending["namespace"], pending["metric_name"]) == (
+        "AWS/EKS",
+        "scheduler_pending_pods_UNSCHEDULABLE",
+    )
+    assert (pending["evaluation_periods"], pending["datapoints_to_alarm"], pending["period"]) == (15, 15, 60)
+    assert not_ready["metric_name"] == "cluster_failed_node_count"
+    assert not_ready["evaluation_periods"] == 2  # 90 s rounds up to two 1-minute periods
+    for args in found.values():
+        assert args["alarm_actions"] == [topic] and args["actions_enabled"] is True
+        assert args["metric_name"] in METRICS
+        assert _errors("cloudwatch", "PutMetricAlarm", put_metric_alarm_request(args)) == []
+
+
+def test_alarms_without_a_topic_exist_but_notify_nobody() -> None:
+    found = alarms(CLUSTER, AlarmSettings(600, 600))
+    assert all(a["alarm_actions"] == [] and a["actions_enabled"] is False for a in found.values())
+
+
+# --- resources ------------------------------------------------------------------------------
+
+
+def _declare(settings: ObservabilitySettings, pools=POOLS, placement: Placement = CUSTOM) -> Run:
+    def program() -> None:
+        agent = pulumi.CustomResource(
+            "aws:eks/addon:Addon", "pod-identity", {"addonName": "eks-pod-identity-agent"}
+        )
+        observability(
+            "obs",
+            settings,
+            cluster_name=CLUSTER,
+            region="us-west-2",
+            kubernetes_version="1.35",
+            placement=placement,
+            pools=pools,
+            pod_identity_agent=agent,
+            opts=pulumi.ResourceOptions(),
+        )
+
+    return run_program(program)
+
+
+def test_declares_addons_with_pod_identity_dashboard_and_alarms() -> None:
+    run = _declare(ObservabilitySettings(sns_topic_arn="arn:aws:sns:us-west-2:123456789012:gpu"))
+    cloudwatch = run.one("aws:eks/addon:Addon", "obs-cloudwatch")
+    assert cloudwatch.inputs["addonName"] == CLOUDWATCH_ADDON
+    assert json.loads(cloudwatch.inputs["configurationValues"]) == cloudwatch_configuration(CUSTOM)
+    association = cloudwatch.inputs["podIdentityAssociations"][0]
+    assert association["serviceAccount"] == "cloudwatch-agent"
+    pod_identity = run.one("aws:eks/addon:Addon", "pod-identity")
+    assert pod_identity.urn in cloudwatch.dependencies  # agents start with credentials
+    attachment = run.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    assert attachment.inputs["policyArn"] == CLOUDWATCH_POLICY_ARN
+    trust = json.loads(run.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
+    assert trust["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    node_monitoring = run.one("aws:eks/addon:Addon", "obs-node-monitoring")
+    assert "configurationValues" not in node_monitoring.inputs  # chart defaults tolerate every taint
+    for addon in (cloudwatch, node_monitoring):
+        request = {
+            "clusterName": addon.inputs["clusterName"],
+            "addonName": addon.inputs["addonName"],
+            "addonVersion": addon.inputs["addonVersion"],
+            "resolveConflicts": addon.inputs["resolveConflictsOnCreate"],
+            **(
+                {
+                    "configurationValues": addon.inputs["configurationValues"],
+                    "podIdentityAssociations": [
+                        {
+                            "serviceAccount": association["serviceAccount"],
+                            "roleArn": "arn:aws:iam::123456789012:role/cw",
+                        }
+                    ],
+                }
+                if addon is cloudwatch
+                else {}
+            ),
+        }
+        assert _errors("eks", "CreateAddon", request) == []
+    assert run.one("aws:cloudwatch/dashboard:Dashboard").inputs["dashboardName"] == f"{CLUSTER}-gpu"
+    assert {a.name for a in run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")} == {
+        "obs-gpu-pod-pending",
+        "obs-gpu-node-not-ready",
+    }
+
+
+def test_metrics_switched_on_with_no_gpu_pool_is_refused_naming_the_settings() -> None:
+    with pytest.raises(Exception, match=r"observability\.enabled is true but the stack declares no GPU pool"):
+        _declare(ObservabilitySettings(), pools=[])
+
+
+def test_switched_off_keeps_only_the_node_monitoring_agent() -> None:
+    run = _declare(ObservabilitySettings(enabled=False))
+    assert [r.inputs["addonName"] for r in run.of_type("aws:eks/addon:Addon")] == [
+        "eks-pod-identity-agent",
+        NODE_MONITORING_ADDON,
+    ]
+    assert run.of_type("aws:cloudwatch/dashboard:Dashboard") == []
+
+
+def test_declared_agents_land_on_every_gpu_pool_of_a_custom_contract() -> None:
+    """The add-on's declared inputs, the charts' defaults and the scheduler model: dcgm-exporter on GPU pools only."""
+    run = _declare(ObservabilitySettings())
+    groups = [
+        (
+            "aws:eks/nodeGroup:NodeGroup",
+            "system",
+            {"instanceTypes": ["t4g.large"], "labels": {"node-role": "system"}},
+        ),
+        *(
+            (
+                "aws:eks/nodeGroup:NodeGroup",
+                f"gpu-{p.name}",
+                {
+                    "amiType": "AL2023_ARM_64_NVIDIA",
+                    "instanceTypes": list(p.instance_types),
+                    "labels": {**CUSTOM.node_labels(), "eks-gpu/pool": p.name},
+                    "taints": [CUSTOM.eks_taint()],
+                },
+            )
+            for p in POOLS
+        ),
+    ]
+    resources = [(r.type, r.name, r.inputs) for r in run.resources]
+    nodes = groups_of(groups, CUSTOM)
+    where = {a.name: land(a, nodes, CUSTOM).where for a in agents_of(resources, CUSTOM)}
+    assert where["cloudwatch-agent (amazon-cloudwatch-observability)"] == {
+        "system": "yes",
+        "gpu-default": "yes",
+        "gpu-big": "yes",
+    }
+    assert where["dcgm-exporter (amazon-cloudwatch-observability)"] == {
+        "system": "-",
+        "gpu-default": "yes",
+        "gpu-big": "yes",
+    }
+    assert where["neuron-monitor (amazon-cloudwatch-observability)"] == {
+        "system": "-",
+        "gpu-default": "-",
+        "gpu-big": "-",
+    }
+    assert where["eks-node-monitoring-agent (eks-node-monitoring-agent)"] == {
+        "system": "yes",
+        "gpu-default": "yes",
+        "gpu-big": "yes",
+    }
+    assert set(where["dcgm-server (eks-node-monitoring-agent, amd64 only)"].values()) == {"-"}
