@@ -45,10 +45,52 @@ class ConfigError(ValueError):
     """A setting with a value the platform refuses; the message names the key and what is allowed."""
 
 
+def _gpu_disk(value: Any) -> int:
+    size = t.whole(20, 16384)(value)
+    if size < MIN_GPU_DISK_GIB:
+        raise ValueError(f"must be at least {MIN_GPU_DISK_GIB} for CUDA images, got {size}")
+    return size
+
+
+def _kubernetes_version(value: Any) -> str:
+    if not isinstance(value, str) or value not in SUPPORTED_KUBERNETES_VERSIONS:
+        hint = ""
+        if value == "1.34":
+            hint = (
+                "; 1.34 left EKS standard support on 2026-12-02: set 1.35 (EKS upgrades one minor at a time)"
+            )
+        raise ValueError(
+            f"must be one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} (a quoted string), got {value!r}{hint}"
+        )
+    return value
+
+
+def _principal(value: Any) -> str:
+    if isinstance(value, str) and ":sts::" in value and ":assumed-role/" in value:
+        raise ValueError(
+            f"{value!r} is an assumed-role session; give the role's ARN "
+            "(arn:aws:iam::<account>:role/<name>), which is what access entries take"
+        )
+    return t.text(_IAM_PRINCIPAL, "an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)")(
+        value
+    )
+
+
+_gpu_disk.allowed = f"whole number {MIN_GPU_DISK_GIB}-16384"  # type: ignore[attr-defined]
+_kubernetes_version.allowed = ", ".join(f'`"{v}"`' for v in SUPPORTED_KUBERNETES_VERSIONS)  # type: ignore[attr-defined]
+_principal.allowed = "IAM role or user ARN"  # type: ignore[attr-defined]
+
+
 class Section(BaseModel):
     """A config object: camelCase keys as in the stack file, unknown keys refused with a suggestion."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+    )
     _internal: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="before")
@@ -74,16 +116,22 @@ class NetworkConfig(Section):
     """An existing VPC (vpcId + subnets) or a new one (cidr, availabilityZones, natGateways)."""
 
     vpc_id: Annotated[str | None, BeforeValidator(t.text(r"vpc-[0-9a-f]{8,17}", "a VPC ID (vpc-...)"))] = None
+    """An existing VPC to use; then also privateSubnetIds (secret-capable)."""
     private_subnet_ids: Annotated[
         tuple[str, ...],
         BeforeValidator(t.items(t.text(r"subnet-[0-9a-f]{8,17}", "a subnet ID"), min_items=2)),
     ] = ()
+    """Subnets of an existing VPC for the nodes, in two AZs or more."""
     public_subnet_ids: Annotated[
         tuple[str, ...], BeforeValidator(t.items(t.text(r"subnet-[0-9a-f]{8,17}", "a subnet ID")))
     ] = ()
+    """Subnets of an existing VPC for internet load balancers."""
     cidr: Annotated[str, BeforeValidator(t.ipv4_cidr)] = "10.0.0.0/16"
+    """A new VPC's range: it must hold a private /19 and a public /22 per AZ (checked)."""
     availability_zones: Annotated[int, BeforeValidator(t.whole(2, 6))] = 3
+    """AZs of a new VPC."""
     nat_gateways: Annotated[str, BeforeValidator(t.one_of(NAT_GATEWAYS))] = "Single"
+    """NAT gateways of a new VPC: one, or one per AZ (no cross-AZ dependency)."""
 
     @model_validator(mode="after")
     def _one_kind_of_vpc(self) -> NetworkConfig:
@@ -136,8 +184,11 @@ def subnet_layout(cidr: str, zones: int) -> tuple[list[str], list[str]]:
 
 class EndpointConfig(Section):
     private_access: t.Flag = True
+    """The API endpoint inside the VPC."""
     public_access: t.Flag = True
+    """The API endpoint on the internet (IAM authentication still applies)."""
     public_access_cidrs: Annotated[tuple[str, ...], BeforeValidator(t.items(t.ipv4_cidr, min_items=1))] = ()
+    """Required while publicAccess is true: no silent 0.0.0.0/0 (secret-capable)."""
 
     @model_validator(mode="after")
     def _reachable_and_explicit(self) -> EndpointConfig:
@@ -164,13 +215,18 @@ class NodeGroupConfig(Section):
         tuple[str, ...],
         BeforeValidator(t.items(t.one_of(ARM_SYSTEM, "an Arm (Graviton) system type"), min_items=1)),
     ] = ("t4g.large",)
+    """Graviton types for CoreDNS, the autoscaler and controllers."""
     min_size: t.Count = 2
-    desired_size: t.Count | None = None
+    """Nodes at least (EKS CreateNodegroup: 0 or more)."""
+    desired_size: Annotated[int | None, BeforeValidator(t.whole(0, 450))] = None
     """Initial size; defaults to minSize. With the autoscaler on, GPU pools leave it to the autoscaler."""
     # CreateNodegroup: maxSize is at least 1 (botocore's EKS model, NodegroupScalingConfig).
     max_size: Annotated[int, BeforeValidator(t.whole(1, 450))] = 3
+    """Nodes at most (EKS CreateNodegroup: 1 or more)."""
     disk_size_gib: Annotated[int, BeforeValidator(t.whole(20, 16384)), Field(alias="diskSizeGiB")] = 30
+    """Encrypted gp3 root volume, GiB."""
     capacity_type: Annotated[str, BeforeValidator(t.one_of(CAPACITY_TYPES))] = "ON_DEMAND"
+    """SPOT nodes can be reclaimed with two minutes' notice; their pods reschedule."""
 
     @model_validator(mode="after")
     def _sizes_in_order(self) -> NodeGroupConfig:
@@ -190,10 +246,12 @@ class NodeGroupConfig(Section):
 
 class TimeSlicingConfig(Section):
     replicas: Annotated[int, BeforeValidator(t.whole(2, MAX_TIME_SLICES))]
+    """Pods per GPU; each gets time slices, not isolated memory. Requests above 1 GPU are refused."""
 
 
 class SharingConfig(Section):
     time_slicing: TimeSlicingConfig
+    """The device plugin's time-slicing."""
 
 
 class GpuPoolConfig(NodeGroupConfig):
@@ -203,10 +261,15 @@ class GpuPoolConfig(NodeGroupConfig):
         tuple[str, ...],
         BeforeValidator(t.items(t.one_of(ARM_NVIDIA, "an Arm NVIDIA instance type"), min_items=1)),
     ] = ("g5g.xlarge",)
+    """Arm + NVIDIA T4G types, all with the same GPU count (x86 GPU types cannot run the Arm AMI)."""
     min_size: t.Count = 0
+    """Nodes at least; 0 lets the pool scale from zero."""
     max_size: Annotated[int, BeforeValidator(t.whole(1, 450))] = 2
-    disk_size_gib: Annotated[int, BeforeValidator(lambda v: _gpu_disk(v)), Field(alias="diskSizeGiB")] = 100
+    """Nodes at most: as far as the autoscaler may go."""
+    disk_size_gib: Annotated[int, BeforeValidator(_gpu_disk), Field(alias="diskSizeGiB")] = 100
+    """Encrypted gp3 root volume, GiB (CUDA images are large)."""
     sharing: SharingConfig | None = None
+    """Time-slicing: {timeSlicing: {replicas: N}}; without it, whole GPUs."""
     node_repair: t.Flag = True
     """EKS node auto-repair: replace a node whose health checks fail."""
 
@@ -229,13 +292,6 @@ class GpuPoolConfig(NodeGroupConfig):
         return self.sharing.time_slicing.replicas if self.sharing else 1
 
 
-def _gpu_disk(value: Any) -> int:
-    size = t.whole(20, 16384)(value)
-    if size < MIN_GPU_DISK_GIB:
-        raise ValueError(f"must be at least {MIN_GPU_DISK_GIB} for CUDA images, got {size}")
-    return size
-
-
 def _pool_name(value: Any) -> str:
     try:
         GpuPool(name=value, gpus_per_node=1)
@@ -249,19 +305,23 @@ def _pool_name(value: Any) -> str:
 
 class PlacementConfig(Section):
     key: Any = "GPU"
+    """Label and taint key (label syntax; not under kubernetes.io/, k8s.io/, eks.amazonaws.com/)."""
     value: Any = "true"
+    """Label and taint value, a string."""
 
 
 class DevicePluginConfig(Section):
     chart_version: Annotated[
         str, BeforeValidator(t.text(r"\d+\.\d+\.\d+", "a pinned chart version such as 0.20.0"))
     ] = DEVICE_PLUGIN_CHART_VERSION
+    """nvidia-device-plugin chart, pinned."""
     namespace: Annotated[
         str,
         BeforeValidator(
             t.text(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a namespace name (lower-case, <= 63 chars)")
         ),
     ] = "nvidia-device-plugin"
+    """Its own namespace (the chart refuses default)."""
 
     @model_validator(mode="after")
     def _own_namespace(self) -> DevicePluginConfig:
@@ -274,12 +334,17 @@ class DevicePluginConfig(Section):
 
 class AutoscalerConfig(Section):
     enabled: t.Flag = True
+    """false declares no autoscaler resources at all, and Pulumi owns the pools' sizes."""
     chart_version: Annotated[
         str, BeforeValidator(t.text(r"\d+\.\d+\.\d+", "a pinned chart version such as 9.59.0"))
     ] = "9.59.0"
+    """cluster-autoscaler chart, pinned; the image follows kubernetesVersion."""
     expander: Annotated[str, BeforeValidator(t.one_of(EXPANDERS))] = "least-waste"
+    """How it picks a pool; with SPOT and ON_DEMAND pools, priority (spot first) goes in front."""
     scale_down_unneeded_time: Annotated[str, BeforeValidator(t.duration())] = "10m"
+    """How long a GPU node sits idle before it is removed."""
     balance_similar_node_groups: t.Flag = True
+    """Spread scale-ups over alike pools (never across spot and on-demand: their labels differ)."""
 
 
 def _default_pools() -> dict[str, Any]:
@@ -300,24 +365,32 @@ class PlatformConfig(Section):
     cluster_name: Annotated[
         str, BeforeValidator(t.text(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", "1-100 letters, digits, '-' or '_'"))
     ]
-    kubernetes_version: Annotated[str, BeforeValidator(lambda v: _kubernetes_version(v))] = (
-        DEFAULT_KUBERNETES_VERSION
-    )
+    """The EKS cluster's name; default <project>-<stack>."""
+    kubernetes_version: Annotated[str, BeforeValidator(_kubernetes_version)] = DEFAULT_KUBERNETES_VERSION
+    """EKS minor in standard support; a bump upgrades control plane, node groups, add-ons and autoscaler image."""
     cluster_admins: Annotated[
         tuple[str, ...],
-        BeforeValidator(t.items(lambda v: _principal(v))),
+        BeforeValidator(t.items(_principal)),
     ] = ()
     """IAM roles or users that get cluster-admin access entries (the creator always has one)."""
     network: Annotated[NetworkConfig, _SECTION]
+    """A new VPC (cidr, availabilityZones, natGateways) or an existing one (vpcId, subnets)."""
     endpoint: Annotated[EndpointConfig, _SECTION]
+    """Who reaches the Kubernetes API."""
     system_nodes: Annotated[NodeGroupConfig, _SECTION]
+    """The untainted node group for CoreDNS, the autoscaler and controllers."""
     gpu_pools: Annotated[
         dict[str, GpuPoolConfig], Field(default_factory=_default_pools, validate_default=True)
     ]
+    """GPU pools by name: each a managed node group tainted and labelled by the contract, plus eks-gpu/pool=<name>."""
     placement: Annotated[PlacementConfig, _SECTION]
+    """The contract's label and taint on every GPU node."""
     device_plugin: Annotated[DevicePluginConfig, _SECTION]
+    """The NVIDIA device plugin Helm release."""
     autoscaler: Annotated[AutoscalerConfig, _SECTION]
+    """Cluster Autoscaler, which scales the GPU pools (only them) from and to zero."""
     production: t.Flag = False
+    """true protects the KMS key, the cluster and the GPU pools from deletion."""
 
     @model_validator(mode="before")
     @classmethod
@@ -376,30 +449,6 @@ class PlatformConfig(Section):
             for name, pool in self.gpu_pools.items()
         )
         return Placement(key=self.placement.key, value=self.placement.value, pools=pools)
-
-
-def _kubernetes_version(value: Any) -> str:
-    if not isinstance(value, str) or value not in SUPPORTED_KUBERNETES_VERSIONS:
-        hint = ""
-        if value == "1.34":
-            hint = (
-                "; 1.34 left EKS standard support on 2026-12-02: set 1.35 (EKS upgrades one minor at a time)"
-            )
-        raise ValueError(
-            f"must be one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} (a quoted string), got {value!r}{hint}"
-        )
-    return value
-
-
-def _principal(value: Any) -> str:
-    if isinstance(value, str) and ":sts::" in value and ":assumed-role/" in value:
-        raise ValueError(
-            f"{value!r} is an assumed-role session; give the role's ARN "
-            "(arn:aws:iam::<account>:role/<name>), which is what access entries take"
-        )
-    return t.text(_IAM_PRINCIPAL, "an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)")(
-        value
-    )
 
 
 def _setting(loc: tuple[Any, ...]) -> str:

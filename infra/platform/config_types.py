@@ -27,6 +27,7 @@ def whole(low: int, high: int) -> Callable[[Any], int]:
             raise ValueError(f"must be a whole number from {low} to {high}, got {value!r}")
         return value
 
+    check.allowed = f"whole number {low}-{high}"  # type: ignore[attr-defined]
     return check
 
 
@@ -38,12 +39,16 @@ def flag(value: Any) -> bool:
     return value
 
 
+flag.allowed = "true / false"  # type: ignore[attr-defined]
+
+
 def text(pattern: str, hint: str) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if not isinstance(value, str) or not re.fullmatch(pattern, value):
             raise ValueError(f"must be {hint}, got {value!r}")
         return value
 
+    check.allowed = hint  # type: ignore[attr-defined]
     return check
 
 
@@ -56,6 +61,7 @@ def one_of(choices: Sequence[str] | Mapping[str, Any], what: str | None = None) 
             raise ValueError(f"must be one of {allowed}, got {value!r}")
         return value
 
+    check.allowed = ", ".join(f"`{c}`" for c in choices)  # type: ignore[attr-defined]
     return check
 
 
@@ -69,6 +75,9 @@ def ipv4_cidr(value: Any) -> str:
             f"must be an IPv4 CIDR (this platform builds an IPv4 cluster), got the IPv6 {value!r}"
         )
     return str(network)
+
+
+ipv4_cidr.allowed = "IPv4 CIDR"  # type: ignore[attr-defined]
 
 
 def items(item: Callable[[Any], Any], *, min_items: int = 0) -> Callable[[Any], tuple[Any, ...]]:
@@ -87,6 +96,8 @@ def items(item: Callable[[Any], Any], *, min_items: int = 0) -> Callable[[Any], 
             raise ValueError(f"lists an item twice: {list(value)}")
         return tuple(checked)
 
+    inner = getattr(item, "allowed", "")
+    check.allowed = f"list ({min_items}+, no repeats) of {inner}" if inner else "list"  # type: ignore[attr-defined]
     return check
 
 
@@ -116,6 +127,7 @@ def duration(*, positive: bool = False) -> Callable[[Any], str]:
             )
         return value
 
+    check.allowed = ("positive " if positive else "") + "Go duration (`90s`, `10m`, `1h30m`)"  # type: ignore[attr-defined]
     return check
 
 

@@ -29,7 +29,7 @@ def test_defaults_are_a_small_arm_platform_with_one_gpu_pool_from_zero() -> None
     assert config.cluster_admins == ()
     assert config.system_nodes.instance_types == ("t4g.large",)
     assert (config.contract.key, config.contract.value) == ("GPU", "true")
-    assert config.contract.pool_names() == ("default",)
+    assert config.contract.pool_names == ("default",)
     assert config.endpoint.private_access is True
     assert config.cluster_name == "eks-gpu-platform-test"
 
