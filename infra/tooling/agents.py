@@ -31,7 +31,6 @@ from typing import Any
 from infra.platform.device_plugin import CHART as DEVICE_PLUGIN_CHART
 from infra.platform.device_plugin import rendered_scheduling
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
-from infra.platform.observability import CLOUDWATCH_ADDON, NODE_MONITORING_ADDON
 from infra.tooling import chart_models
 from infra.workloads.placement import POOL_LABEL, Placement
 from infra.workloads.scheduling import Node, fits, gpu_limit, tolerates
@@ -48,6 +47,9 @@ GPU_INSTANCE_PREFIXES = ("g", "p")  # EC2's GPU families
 NO_DAEMONSET_CHARTS = frozenset({"cluster-autoscaler"})
 
 GPU, ALL, NONE = "gpu-nodes", "all-nodes", "none"
+# The add-ons infra.platform.observability declares (named here so the policy pack need not import pulumi_aws).
+CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
+NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
 
 
 @dataclass(frozen=True)

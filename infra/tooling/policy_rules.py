@@ -7,10 +7,11 @@ Pulumi's (camelCase) inputs, which for Kubernetes resources are the manifest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from infra.tooling.agents import landings
 from infra.workloads.placement import Placement
 from infra.workloads.scheduling import gpu_limit, match_expression, tolerates
 
@@ -29,6 +30,9 @@ WORKLOAD_TYPES = {
 GPU_INSTANCE_PREFIXES = ("g", "p")  # EC2's GPU families: g4dn, g5, g5g, g6, p4d, p5 ...
 
 Rule = Callable[[str, Mapping[str, Any], Placement], list[str]]
+Resources = Sequence[tuple[str, str, Mapping[str, Any]]]
+StackRule = Callable[[Resources, Placement], list[tuple[str, str]]]
+"""Sees every resource of the stack at once; returns (resource, message) pairs."""
 
 
 def pod_spec_of(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -129,11 +133,36 @@ def security_baseline(resource_type: str, props: Mapping[str, Any], placement: P
     return []
 
 
+def gpu_agents_on_gpu_pools(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
+    """Mandatory: every agent meant for GPU nodes lands on every GPU pool, and on no other node group.
+
+    A stack rule: it needs the node groups and the agents together. It sees inside
+    Helm releases and add-ons through their inputs (the release's ``values``, the
+    add-on's ``configurationValues``) and the chart models of ``infra.tooling.agents``.
+    """
+    return [
+        (landing.agent.resource, f"{landing.agent.name} {problem}")
+        for landing in landings(resources, placement)
+        for problem in landing.problems
+    ]
+
+
+def agent_placement_unknown(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
+    """Advisory: an agent whose placement cannot be determined offline, or a node agent missing a group."""
+    return [
+        (landing.agent.resource, f"{landing.agent.name} {advice}")
+        for landing in landings(resources, placement)
+        for advice in landing.advice
+    ]
+
+
 @dataclass(frozen=True)
 class RuleSpec:
     name: str
-    rule: Rule
+    rule: Rule | StackRule
     default_level: str  # "mandatory" | "advisory" | "disabled"
+    stack: bool = False
+    """True: the rule takes the whole stack (a StackValidationPolicy in the pack)."""
 
 
 RULES = (
@@ -141,6 +170,8 @@ RULES = (
     RuleSpec("gpu-toleration-without-gpu", gpu_toleration_without_gpu, "advisory"),
     RuleSpec("gpu-node-group-contract", gpu_node_group_contract, "mandatory"),
     RuleSpec("security-baseline", security_baseline, "mandatory"),
+    RuleSpec("gpu-agents-on-gpu-pools", gpu_agents_on_gpu_pools, "mandatory", stack=True),
+    RuleSpec("agent-placement-unknown", agent_placement_unknown, "advisory", stack=True),
 )
 LEVELS = ("mandatory", "advisory", "disabled")
 
@@ -175,6 +206,10 @@ def check(
     found = []
     for spec in RULES:
         if enforcement[spec.name] == "disabled":
+            continue
+        if spec.stack:
+            for resource, message in spec.rule(resources, placement):  # type: ignore[call-arg]
+                found.append(Violation(spec.name, enforcement[spec.name], resource, message))
             continue
         for typ, name, props in resources:
             for message in spec.rule(typ, props, placement):

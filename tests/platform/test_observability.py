@@ -262,10 +262,10 @@ def test_metrics_switched_on_with_no_gpu_pool_is_refused_naming_the_settings() -
 
 def test_switched_off_keeps_only_the_node_monitoring_agent() -> None:
     run = _declare(ObservabilitySettings(enabled=False))
-    assert [r.inputs["addonName"] for r in run.of_type("aws:eks/addon:Addon")] == [
+    assert {r.inputs["addonName"] for r in run.of_type("aws:eks/addon:Addon")} == {
         "eks-pod-identity-agent",
         NODE_MONITORING_ADDON,
-    ]
+    }
     assert run.of_type("aws:cloudwatch/dashboard:Dashboard") == []
 
 
