@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from infra.platform.device_plugin import CHART_DEFAULTS, rendered_scheduling, values
-from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+from infra.workloads.placement import DEFAULT_PLACEMENT, GpuPool, Placement
 from infra.workloads.scheduling import Node, placeable_on
 
 
@@ -87,3 +87,74 @@ def test_the_real_chart_renders_what_the_model_predicts(tmp_path: Path) -> None:
         values(DEFAULT_PLACEMENT)
     )
     assert placeable_on(pod, _nodes(DEFAULT_PLACEMENT)) == ["gpu-a", "gpu-b"]
+
+
+SHARED = Placement(pools=(GpuPool("inference", 1, time_slicing_replicas=4), GpuPool("training", 2)))
+
+
+def test_a_time_sliced_pool_gets_its_own_named_plugin_config() -> None:
+    config = values(SHARED)["config"]
+    assert config["default"] == "whole-gpus"  # untouched pools, and any node without the label
+    assert {name: yaml.safe_load(text) for name, text in config["map"].items()} == {
+        "whole-gpus": {"version": "v1", "flags": {"migStrategy": "none"}},
+        "inference": {
+            "version": "v1",
+            "flags": {"migStrategy": "none"},
+            "sharing": {
+                "timeSlicing": {
+                    # Allocate refuses a container asking for more than one shared GPU.
+                    "failRequestsGreaterThanOne": True,
+                    "resources": [{"name": "nvidia.com/gpu", "replicas": 4}],
+                }
+            },
+        },
+    }
+
+
+def test_sharing_keeps_the_plugin_at_drop_all_capabilities() -> None:
+    """With a config map the chart adds SYS_ADMIN unless told the MIG and device-list strategies."""
+    assert values(SHARED)["migStrategy"] == "none"
+    assert values(SHARED)["deviceListStrategy"] == "envvar"
+
+
+def test_without_sharing_there_is_no_config_and_no_sidecar() -> None:
+    whole = values(Placement(pools=(GpuPool("training", 2),)))
+    assert "config" not in whole and "migStrategy" not in whole
+
+
+@pytest.mark.skipif(
+    not (HELM and CHART_DIR), reason="set NVIDIA_DEVICE_PLUGIN_CHART (chart dir) and have helm (or HELM)"
+)
+def test_the_real_chart_renders_the_sharing_config_as_the_model_says(tmp_path: Path) -> None:
+    values_file = tmp_path / "values.yaml"
+    values_file.write_text(yaml.safe_dump(values(SHARED)))
+    out = subprocess.run(
+        [
+            HELM,
+            "template",
+            "nvidia-device-plugin",
+            CHART_DIR,
+            "-n",
+            "nvidia-device-plugin",
+            "-f",
+            str(values_file),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    objects = [d for d in yaml.safe_load_all(out) if d]
+    (config_map,) = [d for d in objects if d["kind"] == "ConfigMap"]
+    rendered = {name: yaml.safe_load(text) for name, text in config_map["data"].items()}
+    assert rendered == {name: yaml.safe_load(text) for name, text in values(SHARED)["config"]["map"].items()}
+    plugin = next(
+        d for d in objects if d["kind"] == "DaemonSet" and d["metadata"]["name"] == "nvidia-device-plugin"
+    )
+    pod = plugin["spec"]["template"]["spec"]
+    for container in pod["initContainers"] + pod["containers"]:
+        env = {e["name"]: e.get("value") for e in container.get("env", [])}
+        if "NODE_LABEL" in env:
+            assert env["NODE_LABEL"] == "nvidia.com/device-plugin.config"
+            assert env["DEFAULT_CONFIG"] == "whole-gpus"
+        caps = (container.get("securityContext") or {}).get("capabilities") or {}
+        assert "SYS_ADMIN" not in caps.get("add", [])
