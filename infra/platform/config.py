@@ -347,11 +347,44 @@ class AutoscalerConfig(Section):
     """Spread scale-ups over alike pools (never across spot and on-demand: their labels differ)."""
 
 
+_SECTION = Field(default_factory=dict, validate_default=True)  # defaults go through the same checks
+_SNS_TOPIC_ARN = r"arn:aws(-cn|-us-gov)?:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?"
+_NAMESPACE = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+
+
+class AlarmsConfig(Section):
+    """CloudWatch alarms on the GPU pools."""
+
+    sns_topic_arn: Annotated[
+        str | None,
+        BeforeValidator(t.text(_SNS_TOPIC_ARN, "an SNS topic ARN (arn:aws:sns:<region>:<12 digits>:<name>)")),
+    ] = None
+    """Where alarms notify; unset: the alarms exist but notify nobody."""
+    gpu_pod_pending_for: Annotated[str, BeforeValidator(t.duration(positive=True))] = "10m"
+    """Alarm when pods stay unschedulable this long (a stuck GPU scale-up); rounded up to whole minutes."""
+    node_not_ready_for: Annotated[str, BeforeValidator(t.duration(positive=True))] = "10m"
+    """Alarm when a node stays NotReady this long; rounded up to whole minutes."""
+
+
+class ObservabilityConfig(Section):
+    """GPU metrics (CloudWatch add-on with dcgm-exporter), node health for repair, dashboard and alarms."""
+
+    enabled: t.Flag = True
+    """The CloudWatch Observability add-on, its IAM role, the GPU dashboard and the alarms."""
+    container_logs: t.Flag = False
+    """Fluent Bit shipping every container's stdout to CloudWatch Logs (billed per GB)."""
+    node_monitoring_agent: t.Flag = True
+    """The eks-node-monitoring-agent add-on: the node conditions node auto-repair acts on."""
+    gpu_namespaces: Annotated[
+        tuple[str, ...], BeforeValidator(t.items(t.text(_NAMESPACE, "a namespace name")))
+    ] = ()
+    """Namespaces of GPU workloads: the dashboard adds their pending pods."""
+    alarms: Annotated[AlarmsConfig, _SECTION]
+    """Alarm thresholds and the SNS topic."""
+
+
 def _default_pools() -> dict[str, Any]:
     return {"default": {}}
-
-
-_SECTION = Field(default_factory=dict, validate_default=True)  # defaults go through the same checks
 
 
 class PlatformConfig(Section):
@@ -391,6 +424,8 @@ class PlatformConfig(Section):
     """Cluster Autoscaler, which scales the GPU pools (only them) from and to zero."""
     production: t.Flag = False
     """true protects the KMS key, the cluster and the GPU pools from deletion."""
+    observability: Annotated[ObservabilityConfig, _SECTION]
+    """GPU metrics, node health agents, the GPU dashboard and alarms."""
 
     @model_validator(mode="before")
     @classmethod

@@ -19,6 +19,7 @@ from infra.platform.device_plugin import device_plugin
 from infra.platform.iam import node_role
 from infra.platform.network import network
 from infra.platform.node_group import managed_node_group
+from infra.platform.observability import observability, pool_views, settings_from_config
 
 TYPE_TOKEN = "eks-gpu:index:GpuPlatform"
 GPU_AMI_TYPE = "AL2023_ARM_64_NVIDIA"
@@ -115,6 +116,18 @@ class GpuPlatform(pulumi.ComponentResource):
                     parent=self, provider=self.provider, depends_on=[self.system_nodes]
                 ),
             )
+        # GPU metrics, node health for auto-repair, dashboard and alarms (infra/platform/observability.py).
+        self.observability = observability(
+            name,
+            settings_from_config(config.observability),
+            cluster_name=config.cluster_name,
+            region=config.region,
+            kubernetes_version=config.kubernetes_version,
+            placement=contract,
+            pools=pool_views(config.gpu_pools),
+            pod_identity_agent=self.pod_identity_agent,
+            opts=after_nodes,
+        )
         self.register_outputs({"kubeconfig": self.kubeconfig})
 
     @staticmethod

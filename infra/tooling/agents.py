@@ -28,8 +28,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.platform.device_plugin import CHART as DEVICE_PLUGIN_CHART
-from infra.platform.device_plugin import rendered_scheduling
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.tooling import chart_models
 from infra.workloads.placement import POOL_LABEL, Placement
@@ -210,16 +208,13 @@ def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement
             )
         elif typ == HELM_RELEASE:
             chart = props.get("chart")
-            if chart == DEVICE_PLUGIN_CHART:
-                pod = {
-                    "containers": [{"name": "nvidia-device-plugin-ctr"}],
-                    **rendered_scheduling(props.get("values") or {}),
-                }
+            if chart == chart_models.DEVICE_PLUGIN_CHART:
+                pod = chart_models.device_plugin_pod(props.get("values") or {})
                 found.append(
                     Agent(
                         f"nvidia-device-plugin (helm {props.get('version')})",
                         GPU,
-                        "Release values through the chart model (infra/platform/device_plugin.py)",
+                        "Release values through the chart model (chart 0.20.0 defaults)",
                         pod,
                         resource,
                         device_plugin=True,

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 LINUX = {"kubernetes.io/os": "linux"}
+GPU_RESOURCE = "nvidia.com/gpu"
 TOLERATE_ALL = [{"operator": "Exists"}]
 
 
@@ -213,6 +214,33 @@ EKS_MANAGED: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
+# NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/values.yaml at v0.20.0: the same
+# scheduling defaults as infra.platform.device_plugin.CHART_DEFAULTS (a test holds them equal). Kept
+# here so the policy pack, which installs without the platform extra (no pydantic), can model the chart.
+DEVICE_PLUGIN_CHART = "nvidia-device-plugin"
+DEVICE_PLUGIN_DEFAULTS: dict[str, Any] = {
+    "nodeSelector": {},
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
+                    for key, value in (
+                        ("feature.node.kubernetes.io/pci-10de.present", "true"),
+                        ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
+                        ("nvidia.com/gpu.present", "true"),
+                    )
+                ]
+            }
+        }
+    },
+    "tolerations": [
+        {"key": "CriticalAddonsOnly", "operator": "Exists"},
+        {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
+    ],
+}
+
+
 def helm_merge(base: Any, override: Any) -> Any:
     """Helm's coalescing of user values over chart defaults: maps merge, everything else replaces."""
     if isinstance(base, Mapping) and isinstance(override, Mapping):
@@ -273,3 +301,11 @@ def node_monitoring_pods(configuration: Mapping[str, Any]) -> dict[str, dict[str
 
 def eks_managed_pod(name: str) -> dict[str, Any]:
     return _pod(EKS_MANAGED[name][0], EKS_MANAGED[name][0]["tolerations"])
+
+
+def device_plugin_pod(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The device plugin pod as the chart renders it: each of the three fields only when non-empty."""
+    merged = helm_merge(DEVICE_PLUGIN_DEFAULTS, values)
+    pod: dict[str, Any] = {"containers": [{"name": "nvidia-device-plugin-ctr"}]}
+    pod.update({key: merged[key] for key in ("nodeSelector", "affinity", "tolerations") if merged.get(key)})
+    return pod

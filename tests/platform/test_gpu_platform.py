@@ -182,6 +182,9 @@ def test_addons_are_pinned_for_the_clusters_version_and_overwrite_on_update(dev:
     assert {name: (a["addonVersion"], a["resolveConflictsOnUpdate"]) for name, a in addons.items()} == {
         "eks-pod-identity-agent": ("v1.3.10-eksbuild.3", "OVERWRITE"),
         "coredns": ("v1.14.3-eksbuild.3", "OVERWRITE"),
+        # infra/platform/observability.py (its own version table)
+        "amazon-cloudwatch-observability": ("v6.4.0-eksbuild.1", "OVERWRITE"),
+        "eks-node-monitoring-agent": ("v1.7.0-eksbuild.1", "OVERWRITE"),
     }
     for inputs in addons.values():
         _validate(
@@ -206,7 +209,12 @@ def test_a_kubernetes_version_bump_moves_every_addon(tmp_path: Path) -> None:
     addons = {a.inputs["addonName"]: a.inputs["addonVersion"] for a in bumped.of_type("aws:eks/addon:Addon")}
     assert cluster["version"] == "1.36"
     assert cluster["kubeProxyAddonOptions"]["version"] == "v1.36.0-eksbuild.14"
-    assert addons == {"eks-pod-identity-agent": "v1.3.10-eksbuild.3", "coredns": "v1.14.3-eksbuild.3"}
+    assert addons == {
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
+        "coredns": "v1.14.3-eksbuild.3",
+        "amazon-cloudwatch-observability": "v6.4.0-eksbuild.1",
+        "eks-node-monitoring-agent": "v1.7.0-eksbuild.1",
+    }
     assert {g.inputs["version"] for g in bumped.of_type(NODE_GROUP)} == {"1.36"}
     release = bumped.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler")
     assert release.inputs["values"]["image"] == {"tag": "v1.36.1"}
@@ -341,7 +349,9 @@ def test_node_role_has_only_the_node_policies(dev: Run) -> None:
     role = dev.one("aws:iam/role:Role", "gpu-platform-node")
     assert json.loads(role.inputs["assumeRolePolicy"]) == EC2_TRUST_POLICY
     attached = [
-        r.inputs["policyArn"] for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        r.inputs["policyArn"]
+        for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if r.parent == role.urn
     ]
     assert sorted(attached) == sorted(NODE_MANAGED_POLICIES)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -208,3 +210,26 @@ def test_intent_comes_from_the_annotation_or_from_what_the_daemonset_asks_for() 
 def test_addon_names_match_the_platform() -> None:
     assert agents.CLOUDWATCH_ADDON == observability.CLOUDWATCH_ADDON
     assert agents.NODE_MONITORING_ADDON == observability.NODE_MONITORING_ADDON
+
+
+def test_the_device_plugin_model_is_the_platforms() -> None:
+    from infra.platform import device_plugin
+    from infra.tooling import chart_models
+
+    assert chart_models.DEVICE_PLUGIN_CHART == device_plugin.CHART
+    assert chart_models.DEVICE_PLUGIN_DEFAULTS == device_plugin.CHART_DEFAULTS
+    platform_values = device_plugin.values(DEFAULT_PLACEMENT)
+    pod = chart_models.device_plugin_pod(platform_values)
+    assert {k: v for k, v in pod.items() if k != "containers"} == device_plugin.rendered_scheduling(
+        platform_values
+    )
+
+
+def test_the_rules_import_where_the_policy_pack_runs_without_the_platform_extra() -> None:
+    """policy/install installs the package without [platform]: no pydantic, no pulumi_aws there."""
+    code = (
+        "import sys; sys.modules['pydantic'] = None; sys.modules['pulumi_aws'] = None; "
+        "import infra.tooling.policy_rules as r; print(len(r.RULES))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr

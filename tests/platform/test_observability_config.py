@@ -1,0 +1,70 @@
+"""The observability config section: defaults, and bad input refused naming the key and what is allowed."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.platform.config import ConfigError, load
+from infra.platform.observability import settings_from_config
+
+
+def _load(**raw):
+    raw.setdefault("endpoint", {"publicAccessCidrs": ["203.0.113.0/24"]})
+    return load(raw, region="us-west-2", default_cluster_name="eks-gpu-platform-test")
+
+
+def test_defaults_turn_metrics_and_node_health_on_logs_off_and_alarm_after_ten_minutes() -> None:
+    section = _load().observability
+    settings = settings_from_config(section)
+    assert (settings.enabled, settings.container_logs, settings.node_monitoring_agent) == (True, False, True)
+    assert (settings.gpu_pod_pending_seconds, settings.node_not_ready_seconds) == (600, 600)
+    assert settings.sns_topic_arn is None and settings.gpu_namespaces == ()
+
+
+def test_a_topic_and_thresholds_are_read() -> None:
+    section = _load(
+        observability={
+            "gpuNamespaces": ["inference"],
+            "alarms": {
+                "snsTopicArn": "arn:aws:sns:us-west-2:123456789012:gpu-oncall",
+                "gpuPodPendingFor": "15m",
+                "nodeNotReadyFor": "1h30m",
+            },
+        }
+    ).observability
+    settings = settings_from_config(section)
+    assert settings.sns_topic_arn == "arn:aws:sns:us-west-2:123456789012:gpu-oncall"
+    assert (settings.gpu_pod_pending_seconds, settings.node_not_ready_seconds) == (900, 5400)
+    assert settings.gpu_namespaces == ("inference",)
+
+
+@pytest.mark.parametrize(
+    ("observability", "message"),
+    [
+        (
+            {"alarms": {"gpuPodPendingFor": "0s"}},
+            "observability.alarms.gpuPodPendingFor must be a positive duration as Go writes it",
+        ),
+        (
+            {"alarms": {"nodeNotReadyFor": "ten minutes"}},
+            "observability.alarms.nodeNotReadyFor must be a positive duration",
+        ),
+        (
+            {"alarms": {"snsTopicArn": "gpu-oncall"}},
+            "observability.alarms.snsTopicArn must be an SNS topic ARN (arn:aws:sns:<region>:<12 digits>:<name>), got 'gpu-oncall'",
+        ),
+        (
+            {"alarms": {"snsTopicArn": "arn:aws:sqs:us-west-2:123456789012:q"}},
+            "observability.alarms.snsTopicArn must be an SNS topic ARN",
+        ),
+        (
+            {"containerLog": True},
+            "unknown setting observability.containerLog (did you mean observability.containerLogs?)",
+        ),
+        ({"gpuNamespaces": ["ML"]}, "observability.gpuNamespaces[0] must be a namespace name"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_key(observability: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        _load(observability=observability)
+    assert message in str(error.value)
