@@ -29,6 +29,11 @@ K8S_TO_EKS_EFFECT: Mapping[str, str] = {v: k for k, v in EKS_TO_K8S_EFFECT.items
 GPU_TAINT_EFFECT = "NoSchedule"
 """NoSchedule repels pods that do not tolerate it; it does not evict running ones."""
 
+POOL_LABEL = "eks-gpu/pool"
+"""The node label naming a node's GPU pool; every pool also carries the contract's ``key=value``."""
+
+CAPACITY_TYPES = ("ON_DEMAND", "SPOT")
+
 # Kubernetes label syntax (apimachinery validation.IsQualifiedName / IsValidLabelValue).
 _NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
 _LABEL_NAME_RE = re.compile(rf"^{_NAME}$")
@@ -40,6 +45,19 @@ RESERVED_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
 
 class PlacementError(ValueError):
     """A placement key or value that Kubernetes or EKS would refuse."""
+
+
+def whole_number(value: object, setting: str, minimum: int) -> int:
+    """``value`` as an int >= ``minimum``; integral floats (JSON numbers, e.g. ``1.0``) are accepted.
+
+    Stack outputs and the component provider hand numbers over as floats, so
+    ``2.0`` means 2; ``2.5``, booleans and strings are refused.
+    """
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise PlacementError(f"{setting} must be a whole number >= {minimum}, got {value!r}")
+    return value
 
 
 def _check_key(key: object) -> str:
@@ -81,19 +99,139 @@ def _check_value(value: object) -> str:
 
 
 @dataclass(frozen=True)
+class GpuPool:
+    """A set of GPU nodes that are alike: same GPUs per node, same sharing, same capacity type.
+
+    Pods pick a pool by the node label ``eks-gpu/pool=<name>``; the numbers let
+    consumers refuse a pod no node of the pool could ever run, before deploying it.
+    """
+
+    name: str
+    gpus_per_node: int
+    """Physical GPUs on every node of the pool (the fewest, if its instance types differ)."""
+    time_slicing_replicas: int = 1
+    """1: whole GPUs; N >= 2: the device plugin advertises each GPU N times (time-slicing)."""
+    capacity_type: str = "ON_DEMAND"
+    """``ON_DEMAND`` or ``SPOT``."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _LABEL_VALUE_RE.match(self.name):
+            raise PlacementError(
+                f"pool name {self.name!r} must be a label value: 1-63 characters of letters, digits, "
+                "'-', '_' or '.', starting and ending with a letter or digit"
+            )
+        where = f"pool {self.name!r}"
+        object.__setattr__(self, "gpus_per_node", whole_number(self.gpus_per_node, f"{where} gpusPerNode", 1))
+        object.__setattr__(
+            self,
+            "time_slicing_replicas",
+            whole_number(self.time_slicing_replicas, f"{where} timeSlicingReplicas", 1),
+        )
+        if self.capacity_type not in CAPACITY_TYPES:
+            raise PlacementError(
+                f"{where} capacityType must be one of {', '.join(CAPACITY_TYPES)}, got {self.capacity_type!r}"
+            )
+
+    @property
+    def shared(self) -> bool:
+        """True when time-slicing hands each physical GPU to several pods."""
+        return self.time_slicing_replicas > 1
+
+    @property
+    def slots_per_node(self) -> int:
+        """``nvidia.com/gpu`` a node of the pool advertises: physical GPUs x time-slicing replicas."""
+        return self.gpus_per_node * self.time_slicing_replicas
+
+    @property
+    def max_gpus_per_pod(self) -> int:
+        """The most ``nvidia.com/gpu`` one pod can get on this pool.
+
+        Shared pools run the device plugin with ``failRequestsGreaterThanOne``: a
+        request above 1 would be a slice of the same GPU twice, so it is refused.
+        """
+        return 1 if self.shared else self.gpus_per_node
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpusPerNode": self.gpus_per_node,
+            "timeSlicingReplicas": self.time_slicing_replicas,
+            "capacityType": self.capacity_type,
+        }
+
+
+_POOL_FIELDS = {
+    "gpusPerNode": "gpus_per_node",
+    "timeSlicingReplicas": "time_slicing_replicas",
+    "capacityType": "capacity_type",
+}
+
+
+def _pool_from_dict(name: object, data: object) -> GpuPool:
+    if not isinstance(name, str):
+        raise PlacementError(f"placement.pools: pool names must be strings, got {name!r}")
+    if not isinstance(data, Mapping):
+        raise PlacementError(
+            f"placement.pools.{name} must be a mapping with {', '.join(_POOL_FIELDS)}, got {data!r}"
+        )
+    unknown = sorted(set(data) - set(_POOL_FIELDS))
+    if unknown:
+        raise PlacementError(
+            f"placement.pools.{name} has unknown field(s) {unknown}; allowed: {', '.join(_POOL_FIELDS)}"
+        )
+    if "gpusPerNode" not in data:
+        raise PlacementError(f"placement.pools.{name}.gpusPerNode is required (physical GPUs per node)")
+    return GpuPool(name=name, **{_POOL_FIELDS[k]: v for k, v in data.items()})
+
+
+@dataclass(frozen=True)
 class Placement:
-    """Where GPU pods go: nodes labelled and tainted ``key=value``.
+    """Where GPU pods go: nodes labelled and tainted ``key=value``, optionally split into pools.
 
     The defaults are the blog post's ``GPU=true``; platforms with another naming
-    scheme set ``key`` and ``value`` once and every consumer follows.
+    scheme set ``key`` and ``value`` once and every consumer follows. Every pool's
+    nodes carry ``key=value`` too (and its taint), plus ``eks-gpu/pool=<name>``.
     """
 
     key: str = "GPU"
     value: str = "true"
+    pools: tuple[GpuPool, ...] = ()
 
     def __post_init__(self) -> None:
         _check_key(self.key)
         _check_value(self.value)
+        if self.key == POOL_LABEL:
+            raise PlacementError(f"placement.key may not be {POOL_LABEL!r}: that label names the pool")
+        pools = tuple(self.pools) if isinstance(self.pools, (list, tuple)) else self.pools
+        if not isinstance(pools, tuple) or not all(isinstance(p, GpuPool) for p in pools):
+            raise PlacementError(f"placement.pools must be a tuple of GpuPool, got {self.pools!r}")
+        names = [p.name for p in pools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise PlacementError(f"placement.pools: pool name(s) {duplicates} appear more than once")
+        object.__setattr__(self, "pools", pools)
+
+    @property
+    def pool_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.pools)
+
+    def pool(self, name: str) -> GpuPool:
+        """The exported pool called ``name``; the error lists the ones there are."""
+        for candidate in self.pools:
+            if candidate.name == name:
+                return candidate
+        if not self.pools:
+            raise PlacementError(
+                f"pool {name!r}: the platform exports no GPU pools; leave pool unset "
+                "(every GPU node is alike) or add pools to the platform"
+            )
+        raise PlacementError(
+            f"pool {name!r} is not one the platform exports; allowed: {', '.join(self.pool_names)}"
+        )
+
+    def pool_labels(self, name: str) -> dict[str, str]:
+        """The labels of every node of pool ``name``: the contract's plus ``eks-gpu/pool``."""
+        self.pool(name)
+        return {self.key: self.value, POOL_LABEL: name}
 
     def eks_taint(self) -> dict[str, str]:
         """The taint as the EKS CreateNodegroup API takes it (``NO_SCHEDULE``)."""
@@ -132,21 +270,45 @@ class Placement:
             }
         }
 
-    def to_dict(self) -> dict[str, str]:
-        """Plain data, for a stack output that consumer stacks read back."""
-        return {"key": self.key, "value": self.value}
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for a stack output that consumer stacks read back.
+
+        Without pools it is the original ``{key, value}`` form, so older consumers
+        keep reading it; with pools it adds ``poolLabel`` and ``pools`` (by name).
+        """
+        data: dict[str, Any] = {"key": self.key, "value": self.value}
+        if self.pools:
+            data["poolLabel"] = POOL_LABEL
+            data["pools"] = {p.name: p.to_dict() for p in self.pools}
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Placement:
-        """Rebuild from :meth:`to_dict` output (e.g. a StackReference output)."""
+        """Rebuild from :meth:`to_dict` output (e.g. a StackReference output), old or new form."""
         if data is None:
             return cls()
         if not isinstance(data, Mapping):
             raise PlacementError(f"placement must be a mapping with 'key' and 'value', got {data!r}")
-        unknown = set(data) - {"key", "value"}
+        allowed = ("key", "value", "poolLabel", "pools")
+        unknown = set(data) - set(allowed)
         if unknown:
-            raise PlacementError(f"placement has unknown field(s) {sorted(unknown)}; allowed: 'key', 'value'")
-        return cls(key=data.get("key", cls.key), value=data.get("value", cls.value))
+            raise PlacementError(
+                f"placement has unknown field(s) {sorted(unknown)}; allowed: {', '.join(map(repr, allowed))}"
+            )
+        label = data.get("poolLabel", POOL_LABEL)
+        if label != POOL_LABEL:
+            raise PlacementError(
+                f"placement.poolLabel {label!r} is not this library's pool label {POOL_LABEL!r}: "
+                "the platform and this consumer use different versions of the contract"
+            )
+        pools = data.get("pools") or {}
+        if not isinstance(pools, Mapping):
+            raise PlacementError(f"placement.pools must be a mapping of pool name to pool, got {pools!r}")
+        return cls(
+            key=data.get("key", cls.key),
+            value=data.get("value", cls.value),
+            pools=tuple(_pool_from_dict(name, pool) for name, pool in pools.items()),
+        )
 
 
 DEFAULT_PLACEMENT = Placement()
