@@ -112,7 +112,7 @@ def groups_of(resources: Iterable[tuple[str, str, Mapping[str, Any]]], placement
             for instance_type in props.get("instanceTypes") or []
         )
         groups.append(Group(name=name, gpu=_is_gpu_group(props, placement), nodes=nodes))
-    return groups
+    return sorted(groups, key=lambda g: g.name)
 
 
 def contract_groups(placement: Placement) -> list[Group]:
@@ -301,7 +301,7 @@ def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement
                         "eks:index:Cluster",
                     )
                 )
-    return found
+    return sorted(found, key=lambda a: a.name)
 
 
 def land(agent: Agent, groups: Sequence[Group], placement: Placement) -> Landing:

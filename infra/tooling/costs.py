@@ -79,7 +79,12 @@ def group_cost(name: str, props: Mapping[str, Any]) -> GroupCost:
 
 def stack_cost(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> CostReport:
     """The cost of every node group among ``resources`` (type, name, props)."""
-    groups = tuple(group_cost(name, props) for typ, name, props in resources if typ == NODE_GROUP)
+    groups = tuple(
+        sorted(
+            (group_cost(name, props) for typ, name, props in resources if typ == NODE_GROUP),
+            key=lambda g: g.name,
+        )
+    )
     unpriced = tuple(
         sorted(
             {
@@ -122,10 +127,24 @@ def lines(report: CostReport) -> list[str]:
                 _money(g.max_usd_per_hour) + (missing if g.max_usd_per_hour is None else ""),
             ]
         )
-    partial = f" PARTIAL: no price for {', '.join(report.unpriced)}" if report.partial else ""
-    rows.append(["total", "", "", _money(report.min_usd_per_hour), _money(report.max_usd_per_hour) + partial])
+    min_partial = " (partial)" if any(g.min_usd_per_hour is None for g in report.groups) else ""
+    max_partial = " (partial)" if any(g.max_usd_per_hour is None for g in report.groups) else ""
+    rows.append(
+        [
+            "total",
+            "",
+            "",
+            _money(report.min_usd_per_hour) + min_partial,
+            _money(report.max_usd_per_hour) + max_partial,
+        ]
+    )
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     out += [
         "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
+    if report.partial:
+        out.append(
+            f"  PARTIAL: no price for {', '.join(report.unpriced)} in infra/platform/instance_types.py; "
+            "the totals leave those nodes out"
+        )
     return out

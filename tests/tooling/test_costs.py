@@ -52,6 +52,8 @@ def test_a_type_without_a_price_is_shown_and_the_total_says_it_is_partial() -> N
     text = "\n".join(lines(report))
     assert "no price (no price: t4g.large)" in text
     assert "PARTIAL: no price for t4g.large" in text
+    total = next(line for line in text.splitlines() if line.strip().startswith("total"))
+    assert total.count("(partial)") == 2  # 2..3 unpriced nodes: both bounds leave them out
 
 
 def test_a_group_at_zero_costs_nothing_even_without_a_price() -> None:
