@@ -11,7 +11,7 @@ The package is laid out by audience, and imports flow one way only:
 
 Consumers need only::
 
-    from infra import GpuDeployment, Placement
+    from infra import GpuDeployment, GpuJob, Placement
 """
 
 from __future__ import annotations
@@ -19,23 +19,35 @@ from __future__ import annotations
 from infra.workloads import (
     DEFAULT_PLACEMENT,
     GPU_RESOURCE,
+    POOL_LABEL,
+    SECURITY_PROFILES,
     GpuDeployment,
     GpuDeploymentArgs,
+    GpuJob,
+    GpuJobArgs,
+    GpuPool,
     Placement,
     PlacementError,
     PodSpecError,
     place_deployment_spec,
+    place_job_spec,
     place_pod_spec,
 )
 
 __all__ = [
     "DEFAULT_PLACEMENT",
     "GPU_RESOURCE",
+    "POOL_LABEL",
+    "SECURITY_PROFILES",
     "GpuDeployment",
     "GpuDeploymentArgs",
+    "GpuJob",
+    "GpuJobArgs",
+    "GpuPool",
     "Placement",
     "PlacementError",
     "PodSpecError",
     "place_deployment_spec",
+    "place_job_spec",
     "place_pod_spec",
 ]

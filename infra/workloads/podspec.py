@@ -1,114 +1,84 @@
 """Apply the placement contract to a pod spec: pure, so every workload kind can use it.
 
-Works on Kubernetes' own (camelCase) form of a pod spec as plain dicts, the form
-Helm values, YAML manifests and ``infra.workloads.wire`` produce. A value may be
-:data:`UNKNOWN` (a Pulumi Output not known yet): the checks that need it are
-skipped, so the same code validates eagerly at declaration and finally on the
+Works on Kubernetes' own (camelCase) form of a pod spec; :func:`place_pod_spec`
+also takes snake_case dicts and typed ``k8s.core.v1.PodSpecArgs`` and turns them
+into that form first (:mod:`infra.workloads.wire`). Inside the components a value
+may be :data:`UNKNOWN` (a Pulumi Output not known yet): the checks that need it
+are skipped, so the same code validates eagerly at declaration and finally on the
 resolved spec.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from infra.workloads.placement import DEFAULT_PLACEMENT, GPU_RESOURCE, Placement
-from infra.workloads.scheduling import expression_rejects_label
-
-
-class _Unknown:
-    """Stands for a value that is not known until the Pulumi engine resolves it."""
-
-    _instance: _Unknown | None = None
-
-    def __new__(cls) -> _Unknown:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-
-UNKNOWN: Any = _Unknown()
-
-
-class PodSpecError(ValueError):
-    """A workload that cannot honour the placement contract; the message says what to change."""
-
-
-def known(value: Any) -> bool:
-    return value is not UNKNOWN
-
-
-DEPLOYMENT_SPEC_FIELDS = frozenset(
-    {
-        "minReadySeconds",
-        "paused",
-        "progressDeadlineSeconds",
-        "replicas",
-        "revisionHistoryLimit",
-        "selector",
-        "strategy",
-        "template",
-    }
+from infra.workloads import security
+from infra.workloads.placement import (
+    DEFAULT_PLACEMENT,
+    GPU_RESOURCE,
+    POOL_LABEL,
+    Placement,
+    PlacementError,
+    whole_number,
 )
+from infra.workloads.scheduling import match_expression
+from infra.workloads.values import UNKNOWN, PodSpecError, known
+from infra.workloads.wire import WireError, is_args, output_path, to_wire
 
-# Secure defaults for GPU pods (issue: secure by default). The user's own values win
-# key by key; GPU workloads need none of root, privilege escalation or capabilities:
-# the device plugin hands the GPU device files to the container.
-POD_SECURITY_DEFAULTS: Mapping[str, Any] = {
-    "runAsNonRoot": True,
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
-# Inference and training pods seldom talk to the Kubernetes API: no token unless asked for.
-POD_DEFAULTS: Mapping[str, Any] = {"automountServiceAccountToken": False}
-CONTAINER_SECURITY_DEFAULTS: Mapping[str, Any] = {
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-    "runAsNonRoot": True,
-    "seccompProfile": {"type": "RuntimeDefault"},
-}
-# A rolling update that never needs a spare GPU node: take one pod down, then start one.
-ROLLING_UPDATE_DEFAULTS: Mapping[str, Any] = {"maxSurge": 0, "maxUnavailable": 1}
+__all__ = ["UNKNOWN", "PodSpecError", "check_gpus", "known", "place_pod_spec", "place_template"]
 
 
 def check_gpus(gpus: object, setting: str = "gpus") -> int:
     """GPUs per pod: a whole number of at least 1 (the device plugin hands out whole GPUs)."""
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise PodSpecError(f"{setting} must be a whole number >= 1 (GPUs per pod), got {gpus!r}")
-    return gpus
+    try:
+        return whole_number(gpus, setting, 1)
+    except PlacementError:
+        raise PodSpecError(f"{setting} must be a whole number >= 1 (GPUs per pod), got {gpus!r}") from None
+
+
+def as_placement(value: Placement | Mapping[str, Any] | None) -> Placement:
+    """A :class:`Placement` from itself, its ``to_dict()`` form (a stack output) or ``None`` (default)."""
+    if value is None:
+        return DEFAULT_PLACEMENT
+    if isinstance(value, Placement):
+        return value
+    return Placement.from_dict(value)
+
+
+def to_kubernetes_form(value: Any, typ: Any, where: str, caller: str) -> Any:
+    """``value`` as camelCase dicts; Outputs are refused, since a pure function cannot wait for them."""
+    path = output_path(value)
+    if path is not None:
+        raise PodSpecError(
+            f"{where}{path} is a Pulumi Output: {caller} is pure and cannot wait for it; use the "
+            f"component (GpuDeployment, GpuJob), or call it inside Output.apply: "
+            f"pulumi.Output.from_input(spec).apply(lambda s: {caller}(s, ...))"
+        )
+    try:
+        return to_wire(value, typ)
+    except WireError as error:
+        raise PodSpecError(f"{where}: {error}") from None
 
 
 def _quantity(value: Any, where: str) -> int | Any:
     """An nvidia.com/gpu quantity as an int; GPUs are not divisible."""
     if not known(value):
         return UNKNOWN
-    if isinstance(value, bool):
-        raise PodSpecError(f"{where} must be a whole number of GPUs, got {value!r}")
-    if isinstance(value, int):
-        number = value
+    number: Any = value
+    if isinstance(value, float) and value.is_integer():
+        number = int(value)
     elif isinstance(value, str) and value.strip().isdigit():
         number = int(value.strip())
-    else:
-        raise PodSpecError(f"{where} must be a whole number of GPUs, got {value!r}")
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise PodSpecError(
+            f'{where} must be a whole number of GPUs (e.g. 1 or "1"), got {value!r}: '
+            "the API refuses fractional extended resources"
+        )
     if number < 0:
         raise PodSpecError(f"{where} must not be negative, got {value!r}")
     return number
-
-
-def _merge_defaults(defaults: Mapping[str, Any], user: Any) -> Any:
-    """User keys win; defaults fill only what the user left out."""
-    if not known(user):
-        return user
-    if user is None:
-        return copy.deepcopy(dict(defaults))
-    if not isinstance(user, Mapping):
-        return user
-    merged = copy.deepcopy(dict(defaults))
-    merged.update(user)
-    return merged
 
 
 def _merge_node_selector(pod: dict[str, Any], placement: Placement) -> None:
@@ -147,29 +117,130 @@ def _merge_tolerations(pod: dict[str, Any], placement: Placement) -> None:
     pod["tolerations"] = [*kept, contract]
 
 
-def _check_affinity(pod: Mapping[str, Any], placement: Placement) -> None:
-    """Refuse required node affinity that no GPU node could satisfy."""
+def _required_terms(pod: Mapping[str, Any]) -> list[Any] | Any:
+    """The required node affinity's terms ([] if none), or UNKNOWN."""
     affinity = pod.get("affinity")
-    if not known(affinity) or not isinstance(affinity, Mapping):
-        return
-    required = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    if not known(required) or not isinstance(required, Mapping):
-        return
-    terms = required.get("nodeSelectorTerms")
+    if not known(affinity):
+        return UNKNOWN
+    node = (affinity or {}).get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    if not known(node):
+        return UNKNOWN
+    required = (node or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not known(required):
+        return UNKNOWN
+    terms = (required or {}).get("nodeSelectorTerms")
+    return terms if not known(terms) else list(terms or [])
+
+
+def _term_rejects(term: Any, labels: Mapping[str, str]) -> bool:
+    """True if ``term`` fails on every node carrying ``labels`` (judged on those keys only)."""
+    expressions = term.get("matchExpressions") if isinstance(term, Mapping) else UNKNOWN
+    if not known(expressions):
+        return False
+    return any(
+        known(e)
+        and isinstance(e, Mapping)
+        and e.get("key") in labels
+        and all(known(v) for v in [e.get("operator"), *(e.get("values") or [])])
+        and not match_expression(e, labels)
+        for e in expressions or []
+    )
+
+
+def _check_affinity(pod: Mapping[str, Any], label_sets: Sequence[Mapping[str, str]]) -> None:
+    """Refuse required node affinity that no GPU node (of the possible pools) could satisfy."""
+    terms = _required_terms(pod)
     if not known(terms) or not terms:
         return
-    for term in terms:
-        expressions = term.get("matchExpressions") if isinstance(term, Mapping) else UNKNOWN
-        if not known(expressions) or not any(
-            known(e) and expression_rejects_label(e, placement.key, placement.value)
-            for e in expressions or []
-        ):
-            return  # this term may still match a GPU node
+    for labels in label_sets:
+        if not all(_term_rejects(term, labels) for term in terms):
+            return  # some term may still match a node with these labels
+    shown = " or ".join(", ".join(f"{k}={v!r}" for k, v in labels.items()) for labels in label_sets)
     raise PodSpecError(
         f"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution excludes nodes labelled "
-        f"{placement.key}={placement.value!r} in every term, so the pod could never land on a GPU node: "
-        "remove the expressions on that label"
+        f"{shown} in every term, so the pod could never land on a GPU node: "
+        "remove the expressions on those labels"
     )
+
+
+def _require_pools(pod: dict[str, Any], names: list[str]) -> None:
+    """AND ``eks-gpu/pool In names`` into every required affinity term (or make the first term)."""
+    terms = _required_terms(pod)
+    if not known(terms) or any(not known(t) for t in terms):
+        return  # decided on the resolved spec
+    expression = {"key": POOL_LABEL, "operator": "In", "values": names}
+    new_terms = []
+    for term in terms or [{}]:
+        term = dict(term or {})
+        expressions = term.get("matchExpressions")
+        if not known(expressions):
+            return
+        if expression not in (expressions or []):
+            term["matchExpressions"] = [*(expressions or []), expression]
+        new_terms.append(term)
+    affinity = dict(pod.get("affinity") or {})
+    node = dict(affinity.get("nodeAffinity") or {})
+    required = dict(node.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required["nodeSelectorTerms"] = new_terms
+    node["requiredDuringSchedulingIgnoredDuringExecution"] = required
+    affinity["nodeAffinity"] = node
+    pod["affinity"] = affinity
+
+
+def _apply_pool(
+    pod: dict[str, Any], placement: Placement, pool: str | None, total: Any, placement_known: bool
+) -> list[Mapping[str, str]] | None:
+    """Pin or narrow the pod to pools that can give it ``total`` GPUs; return the possible node labels."""
+    selector = pod.get("nodeSelector")
+    named = selector.get(POOL_LABEL) if known(selector) and isinstance(selector, Mapping) else None
+    if pool is not None:
+        if not isinstance(pool, str):
+            raise PodSpecError(f"pool must be a pool name (a string), got {pool!r}")
+        if known(named) and named is not None and named != pool:
+            raise PodSpecError(
+                f"nodeSelector {POOL_LABEL}={named!r} contradicts pool={pool!r}: remove that entry or the pool argument"
+            )
+        if known(selector) and isinstance(selector, Mapping):
+            pod["nodeSelector"] = {**selector, POOL_LABEL: pool}
+    elif known(named) and named is not None:
+        pool = named  # the user chose a pool by hand: checked like the argument
+    if not placement_known:
+        return None
+    if pool is not None:
+        try:
+            chosen = placement.pool(pool)
+        except PlacementError as error:
+            raise PodSpecError(f"pool: {error}") from None
+        if known(total) and total > chosen.max_gpus_per_pod:
+            raise PodSpecError(
+                f"the pod asks for {total} {GPU_RESOURCE} but no node of pool {pool!r} can give more than "
+                f"{chosen.max_gpus_per_pod}"
+                + (
+                    f": the pool shares each GPU {chosen.time_slicing_replicas} ways and the device plugin "
+                    "refuses requests above 1 (failRequestsGreaterThanOne)"
+                    if chosen.shared
+                    else f" (it has {chosen.gpus_per_node} GPUs per node)"
+                )
+                + "; ask for fewer GPUs or choose another pool"
+            )
+        return [placement.pool_labels(pool)]
+    if not placement.pools:
+        return [placement.node_labels()]
+    if not known(total):
+        return None
+    fitting = [p for p in placement.pools if total <= p.max_gpus_per_pod]
+    if not fitting:
+        limits = ", ".join(
+            f"{p.name}: at most {p.max_gpus_per_pod}" + (" (shared GPUs)" if p.shared else "")
+            for p in placement.pools
+        )
+        raise PodSpecError(
+            f"the pod asks for {total} {GPU_RESOURCE} but no GPU pool can give that many to one pod "
+            f"({limits}); ask for fewer GPUs"
+        )
+    if len(fitting) < len(placement.pools):
+        _require_pools(pod, [p.name for p in fitting])
+    return [placement.pool_labels(p.name) for p in fitting]
 
 
 def _container_gpus(container: dict[str, Any], where: str) -> int | Any | None:
@@ -209,20 +280,71 @@ def _container_gpus(container: dict[str, Any], where: str) -> int | Any | None:
     return request if request is not None else limit
 
 
-def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> None:
-    containers = pod.get("containers")
+def _copied_containers(pod: dict[str, Any], field: str, where: str) -> list[Any] | Any:
+    items = pod.get(field)
+    if not known(items) or items is None:
+        return items
+    if not isinstance(items, list):
+        raise PodSpecError(f"{where}.{field} must be a list of containers, got {items!r}")
+    pod[field] = items = [dict(c) if isinstance(c, Mapping) else c for c in items]
+    for index, container in enumerate(items):
+        if known(container) and not isinstance(container, dict):
+            raise PodSpecError(f"{where}.{field}[{index}] must be a container object, got {container!r}")
+    return items
+
+
+def _check_names(pod: Mapping[str, Any], where: str) -> None:
+    """The API refuses two containers (init or not) with one name."""
+    seen: dict[str, str] = {}
+    for field in ("initContainers", "containers"):
+        items = pod.get(field)
+        if not known(items):
+            continue
+        for index, container in enumerate(items or []):
+            name = container.get("name") if isinstance(container, Mapping) else UNKNOWN
+            if not known(name) or name is None:
+                continue
+            here = f"{where}.{field}[{index}]"
+            if name in seen:
+                raise PodSpecError(
+                    f"{here}.name {name!r} is already used by {seen[name]}: container names must be "
+                    "unique across containers and initContainers; rename one"
+                )
+            seen[name] = here
+
+
+def _init_gpus(pod: dict[str, Any], where: str) -> tuple[Any, Any]:
+    """(GPUs held by restartable init containers (sidecars), the peak of any other init container)."""
+    items = _copied_containers(pod, "initContainers", where)
+    if not known(items):
+        return UNKNOWN, UNKNOWN
+    sidecars: Any = 0
+    peak: Any = 0
+    for index, container in enumerate(items or []):
+        if not isinstance(container, dict):
+            return UNKNOWN, UNKNOWN
+        count = _container_gpus(container, f"{where}.initContainers[{index}]") or 0
+        policy = container.get("restartPolicy")
+        if not known(count) or not known(policy) or not known(sidecars):
+            sidecars = peak = UNKNOWN
+        elif policy == "Always":
+            sidecars += count  # a sidecar keeps its GPUs while later containers run
+        elif known(peak):
+            peak = max(peak, count + sidecars)
+    return sidecars, peak
+
+
+def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> Any:
+    """Set the containers' GPUs; return the pod's GPU total as the scheduler counts it (or UNKNOWN)."""
+    sidecars, init_peak = _init_gpus(pod, where)
+    containers = _copied_containers(pod, "containers", where)
     if not known(containers):
-        return
-    if not isinstance(containers, list) or not containers:
+        return UNKNOWN
+    if not containers:
         raise PodSpecError(f"{where}.containers must list at least one container")
-    pod["containers"] = containers = [dict(c) if isinstance(c, Mapping) else c for c in containers]
-    declared: list[int | Any] = []
+    declared: list[Any] = []
     for index, container in enumerate(containers):
         if not isinstance(container, dict):
-            if known(container):
-                raise PodSpecError(
-                    f"{where}.containers[{index}] must be a container object, got {container!r}"
-                )
             declared.append(UNKNOWN)
             continue
         count = _container_gpus(container, f"{where}.containers[{index}]")
@@ -231,17 +353,17 @@ def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> None:
     if not declared:
         first = containers[0]
         if not isinstance(first, dict) or not known(first.get("resources")):
-            return
+            return UNKNOWN
         wanted = gpus if gpus is not None else 1
         resources = dict(first.get("resources") or {})
         for kind in ("limits", "requests"):
             if not known(resources.get(kind)):
-                return
+                return UNKNOWN
             resources[kind] = {**(resources.get(kind) or {}), GPU_RESOURCE: wanted}
         first["resources"] = resources
-        return
+        declared = [wanted]
     if not all(known(n) for n in declared):
-        return
+        return UNKNOWN
     total = sum(declared)
     if total < 1:
         raise PodSpecError(
@@ -252,119 +374,141 @@ def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> None:
             f"gpus={gpus} but the containers already declare {GPU_RESOURCE} {total} in total: "
             "drop the gpus argument or make the two agree"
         )
+    if not known(sidecars) or not known(init_peak):
+        return UNKNOWN
+    return max(total + sidecars, init_peak)
 
 
-def _apply_security(pod: dict[str, Any]) -> None:
-    for key, value in POD_DEFAULTS.items():
-        pod.setdefault(key, value)
-    pod["securityContext"] = _merge_defaults(POD_SECURITY_DEFAULTS, pod.get("securityContext"))
-    containers = pod.get("containers")
-    if not known(containers) or not isinstance(containers, list):
-        return
-    for container in containers:
-        if isinstance(container, dict):
-            container["securityContext"] = _merge_defaults(
-                CONTAINER_SECURITY_DEFAULTS, container.get("securityContext")
-            )
+def _place(
+    pod_spec: Any,
+    placement: Placement,
+    gpus: int | None,
+    *,
+    pool: str | None,
+    profile: str | None,
+    where: str,
+    placement_known: bool = True,
+) -> dict[str, Any]:
+    """The merge itself, on Kubernetes' form with UNKNOWN allowed (what the components call)."""
+    if not isinstance(pod_spec, Mapping):
+        raise PodSpecError(f"{where} must be a pod spec mapping, got {type(pod_spec).__name__}")
+    pod = copy.deepcopy(dict(pod_spec))
+    _check_names(pod, where)
+    _merge_node_selector(pod, placement)
+    _merge_tolerations(pod, placement)
+    total = _apply_gpus(pod, gpus, where)
+    label_sets = _apply_pool(pod, placement, pool, total, placement_known)
+    if label_sets is not None:
+        _check_affinity(pod, label_sets)
+    security.apply_profile(pod, profile)
+    security.check_security_contexts(pod, where)
+    return pod
 
 
 def place_pod_spec(
-    pod_spec: Mapping[str, Any],
-    placement: Placement = DEFAULT_PLACEMENT,
+    pod_spec: Any,
+    placement: Placement | Mapping[str, Any] = DEFAULT_PLACEMENT,
     gpus: int | None = None,
     *,
-    security_defaults: bool = True,
+    pool: str | None = None,
+    security_profile: str | None = None,
+    security_defaults: bool | None = None,
     where: str = "spec",
 ) -> dict[str, Any]:
     """Return a copy of ``pod_spec`` that lands on GPU nodes only and asks for its GPUs.
 
+    ``pod_spec`` may be a camelCase dict (as in YAML), a snake_case dict or a typed
+    ``k8s.core.v1.PodSpecArgs``; the result is always Kubernetes' camelCase form.
+
     - the contract's nodeSelector entry and toleration are added once, every
       user entry kept; a contradicting selector or affinity is refused;
-    - ``nvidia.com/gpu`` requests equal limits in every container that declares
-      it; if none does, the first container gets ``gpus`` (default 1);
-    - with ``security_defaults``, restricted pod/container securityContext
-      defaults fill whatever the user did not set.
+    - ``nvidia.com/gpu`` requests equal limits in every container and init
+      container that declares it; if no container does, the first gets ``gpus``
+      (default 1);
+    - ``pool`` pins the pod to one GPU pool; without it, pods are kept off pools
+      whose nodes cannot give them their GPUs;
+    - ``security_profile`` (see :mod:`infra.workloads.security`) fills
+      securityContext defaults the user did not set.
     """
+    from pulumi_kubernetes.core.v1 import PodSpecArgs
+
     if gpus is not None:
-        check_gpus(gpus)
-    if not isinstance(pod_spec, Mapping):
+        gpus = check_gpus(gpus)
+    profile = security.check_profile(security_profile, security_defaults)
+    if not (isinstance(pod_spec, Mapping) or is_args(pod_spec) or output_path(pod_spec) is not None):
         raise PodSpecError(f"{where} must be a pod spec mapping, got {type(pod_spec).__name__}")
-    pod = copy.deepcopy(dict(pod_spec))
-    _merge_node_selector(pod, placement)
-    _merge_tolerations(pod, placement)
-    _check_affinity(pod, placement)
-    _apply_gpus(pod, gpus, where)
-    if security_defaults:
-        _apply_security(pod)
-    return pod
+    pod = to_kubernetes_form(pod_spec, PodSpecArgs, where, "place_pod_spec")
+    return _place(pod, as_placement(placement), gpus, pool=pool, profile=profile, where=where)
 
 
-def place_deployment_spec(
-    spec: Any,
-    placement: Placement = DEFAULT_PLACEMENT,
-    gpus: int | None = None,
-    *,
-    security_defaults: bool = True,
-    rolling_update_defaults: bool = True,
-) -> dict[str, Any]:
-    """Check that ``spec`` is a Deployment spec and place its pod template on GPU nodes."""
-    if not isinstance(spec, Mapping):
-        raise PodSpecError(f"spec must be a Deployment spec (a mapping), got {type(spec).__name__}")
-    unknown_fields = sorted(set(spec) - DEPLOYMENT_SPEC_FIELDS)
-    if unknown_fields:
-        raise PodSpecError(
-            f"spec is not a Deployment spec: unknown field(s) {unknown_fields}; "
-            f"allowed: {sorted(DEPLOYMENT_SPEC_FIELDS)}"
-        )
-    if "selector" not in spec:
-        raise PodSpecError("spec.selector is required: a Deployment selects its pods by label")
-    template = spec.get("template")
-    if template is None:
-        raise PodSpecError("spec.template is required: it is the pod template that runs on GPU nodes")
-    result = copy.deepcopy(dict(spec))
-    if not known(template):
-        return result
-    if not isinstance(template, Mapping):
-        raise PodSpecError(f"spec.template must be a pod template mapping, got {template!r}")
-    pod = template.get("spec")
-    if pod is None:
-        raise PodSpecError("spec.template.spec is required: it must list the containers to run")
-    _check_selector_matches(spec.get("selector"), template.get("metadata"))
-    if known(pod):
-        result["template"] = {
-            **result["template"],
-            "spec": place_pod_spec(
-                pod, placement, gpus, security_defaults=security_defaults, where="spec.template.spec"
-            ),
-        }
-    if rolling_update_defaults:
-        result["strategy"] = _rolling_update(result.get("strategy"))
-    return result
-
-
-def _rolling_update(strategy: Any) -> Any:
-    if not known(strategy):
-        return strategy
-    strategy = dict(strategy or {})
-    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
-        return strategy  # Recreate: the user chose it; nothing to default
-    strategy["type"] = "RollingUpdate"
-    strategy["rollingUpdate"] = _merge_defaults(ROLLING_UPDATE_DEFAULTS, strategy.get("rollingUpdate"))
-    return strategy
-
-
-def _check_selector_matches(selector: Any, metadata: Any) -> None:
-    """Kubernetes refuses a Deployment whose selector does not match its template's labels."""
+def check_selector_matches(selector: Any, metadata: Any, kind: str, where: str = "spec") -> None:
+    """Kubernetes refuses a workload whose selector does not match its pod template's labels."""
     if not (known(selector) and isinstance(selector, Mapping) and known(metadata)):
         return
-    match = selector.get("matchLabels")
     labels = (metadata or {}).get("labels") if isinstance(metadata, Mapping) else None
-    if not known(match) or not match or not known(labels):
+    if not known(labels) or any(not known(v) for v in (labels or {}).values()):
         return
-    labels = labels or {}
-    for key, value in match.items():
-        if known(value) and known(labels.get(key, None)) and labels.get(key) != value:
-            raise PodSpecError(
-                f"spec.selector.matchLabels {key}={value!r} does not match spec.template.metadata.labels "
-                f"({key}={labels.get(key)!r}): Kubernetes refuses a Deployment whose selector misses its pods"
-            )
+    labels = dict(labels or {})
+    match = selector.get("matchLabels")
+    if known(match):
+        for key, value in (match or {}).items():
+            if known(value) and labels.get(key) != value:
+                raise PodSpecError(
+                    f"{where}.selector.matchLabels {key}={value!r} does not match {where}.template.metadata.labels "
+                    f"({key}={labels.get(key)!r}): Kubernetes refuses a {kind} whose selector misses its pods; "
+                    "make the two agree"
+                )
+    expressions = selector.get("matchExpressions")
+    if known(expressions):
+        for index, expression in enumerate(expressions or []):
+            if not known(expression) or not isinstance(expression, Mapping):
+                continue
+            if any(not known(v) for v in (expression.get("key"), expression.get("operator"))):
+                continue
+            if not match_expression(expression, labels):
+                raise PodSpecError(
+                    f"{where}.selector.matchExpressions[{index}] {dict(expression)} does not match "
+                    f"{where}.template.metadata.labels {labels}: Kubernetes refuses a {kind} whose selector "
+                    "misses its pods; make the two agree"
+                )
+
+
+def place_template(
+    spec: dict[str, Any],
+    kind: str,
+    placement: Placement,
+    gpus: int | None,
+    *,
+    pool: str | None,
+    profile: str | None,
+    placement_known: bool = True,
+    where: str = "spec",
+) -> dict[str, Any] | Any:
+    """Place ``spec.template`` (a pod template) of a workload; returns the new template (or UNKNOWN)."""
+    template = spec.get("template")
+    if template is None:
+        raise PodSpecError(f"{where}.template is required: it is the pod template that runs on GPU nodes")
+    if not known(template):
+        return UNKNOWN
+    if not isinstance(template, Mapping):
+        raise PodSpecError(f"{where}.template must be a pod template mapping, got {template!r}")
+    pod = template.get("spec")
+    if pod is None:
+        raise PodSpecError(f"{where}.template.spec is required: it must list the containers to run")
+    unknown_fields = sorted(set(template) - {"metadata", "spec"})
+    if unknown_fields:
+        raise PodSpecError(
+            f"{where}.template has unknown field(s) {unknown_fields}; allowed: ['metadata', 'spec']"
+        )
+    if not known(pod):
+        return dict(template)
+    placed = _place(
+        pod,
+        placement,
+        gpus,
+        pool=pool,
+        profile=profile,
+        where=f"{where}.template.spec",
+        placement_known=placement_known,
+    )
+    return {**template, "spec": placed}

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE
+from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE, GpuPool, Placement
 
 REPELLING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -51,6 +51,20 @@ class Node:
         }
         allocatable = {GPU_RESOURCE: gpus} if gpus else {}
         return cls(name=name, labels=all_labels, taints=tuple(taints), allocatable=allocatable)
+
+    @classmethod
+    def from_pool(
+        cls, placement: Placement, pool: GpuPool, *, instance_type: str = "g5g.xlarge", arch: str = "arm64"
+    ) -> Node:
+        """A node of one of the contract's GPU pools: its labels, the GPU taint, and every GPU slot."""
+        node = cls.from_node_group(
+            pool.name,
+            labels=placement.pool_labels(pool.name),
+            eks_taints=[placement.eks_taint()],
+            instance_type=instance_type,
+            arch=arch,
+        )
+        return cls(node.name, node.labels, node.taints, {GPU_RESOURCE: pool.slots_per_node})
 
 
 def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
@@ -132,17 +146,28 @@ def matches_required_affinity(pod_spec: Mapping[str, Any], node: Node) -> bool:
     return any(_term_matches(term, node) for term in required.get("nodeSelectorTerms") or [])
 
 
+def _gpus(container: Mapping[str, Any]) -> int:
+    resources = container.get("resources") or {}
+    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+    return int(float(limits.get(GPU_RESOURCE, requests.get(GPU_RESOURCE, 0))))
+
+
 def gpu_limit(pod_spec: Mapping[str, Any]) -> int:
-    """GPUs the pod needs: the sum over containers (init containers run one at a time)."""
-    total = 0
-    for container in pod_spec.get("containers") or []:
-        limits = (container.get("resources") or {}).get("limits") or {}
-        total += int(limits.get(GPU_RESOURCE, 0))
-    init = [
-        int(((c.get("resources") or {}).get("limits") or {}).get(GPU_RESOURCE, 0))
-        for c in pod_spec.get("initContainers") or []
-    ]
-    return max([total, *init])
+    """GPUs the pod needs, as the scheduler counts them.
+
+    Containers run together (their GPUs add up); init containers run one at a
+    time, except sidecars (``restartPolicy: Always``), which keep theirs while
+    every later container runs.
+    """
+    sidecars = 0
+    peak = 0
+    for container in pod_spec.get("initContainers") or []:
+        if container.get("restartPolicy") == "Always":
+            sidecars += _gpus(container)
+        else:
+            peak = max(peak, _gpus(container) + sidecars)
+    total = sum(_gpus(c) for c in pod_spec.get("containers") or []) + sidecars
+    return max(total, peak)
 
 
 @dataclass(frozen=True)
@@ -165,6 +190,20 @@ def fits(pod_spec: Mapping[str, Any], node: Node) -> Verdict:
     if needed > node.allocatable.get(GPU_RESOURCE, 0):
         reasons.append(f"needs {needed} {GPU_RESOURCE}, node has {node.allocatable.get(GPU_RESOURCE, 0)}")
     return Verdict(fits=not reasons, reasons=tuple(reasons))
+
+
+def pods_per_node(pod_spec: Mapping[str, Any], node: Node) -> int | None:
+    """How many pods of ``pod_spec`` one ``node`` can hold, counting ``nvidia.com/gpu`` only.
+
+    0 when the pod cannot land there at all (taint, selector, affinity or too few
+    GPUs); ``None`` when the pod asks for no GPU, so GPUs set no bound.
+    """
+    needed = gpu_limit(pod_spec)
+    if not fits(pod_spec, node).fits:
+        return 0
+    if needed == 0:
+        return None
+    return node.allocatable.get(GPU_RESOURCE, 0) // needed
 
 
 def placeable_on(pod_spec: Mapping[str, Any], nodes: Sequence[Node]) -> list[str]:

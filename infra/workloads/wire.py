@@ -30,6 +30,34 @@ def _map_value_type(typ: Any) -> Any:
     return _types.unwrap_type(args[1]) if len(args) == 2 else None
 
 
+class WireError(ValueError):
+    """Input that has no single Kubernetes form, e.g. one field spelled two ways."""
+
+
+def is_args(value: Any) -> bool:
+    """True for a typed Pulumi Args object (e.g. ``k8s.core.v1.PodSpecArgs``)."""
+    return _types.is_input_type(type(value))
+
+
+def output_path(value: Any, path: str = "") -> str | None:
+    """Where the first Pulumi Output or awaitable inside ``value`` is (``""`` for ``value`` itself)."""
+    if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
+        return path
+    if _types.is_input_type(type(value)):
+        value = _types.input_type_to_dict(value)
+    if isinstance(value, abc.Mapping):
+        for key, item in value.items():
+            found = output_path(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = output_path(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def has_outputs(value: Any) -> bool:
     """True if any part of ``value`` is a Pulumi Output or awaitable."""
     if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
@@ -49,6 +77,8 @@ def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
     Outputs become ``unknown`` (e.g. ``infra.workloads.podspec.UNKNOWN``) when given, so a
     spec can be checked before the engine resolves it; without it they are an error.
     ``None`` entries are dropped, as the Pulumi SDK drops them before the engine.
+    One field given in two spellings (``nodeSelector`` and ``node_selector``) is a
+    :class:`WireError`: which one Kubernetes should get is not ours to guess.
     """
     if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
         if unknown is None:
@@ -62,11 +92,17 @@ def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
         if typ is not None and _types.is_input_type(typ):
             names = _types.input_type_py_to_pulumi_names(typ)
             types = _types.input_type_types(typ)
-            result = {}
+            result: dict[str, Any] = {}
+            spelled: dict[str, str] = {}
             for key, item in value.items():
                 if item is None:
                     continue
                 name = names.get(key) or key
+                if name in spelled:
+                    raise WireError(
+                        f"{name!r} is given twice, as {spelled[name]!r} and {key!r}: keep one spelling"
+                    )
+                spelled[name] = key
                 result[name] = to_wire(item, types.get(name), unknown=unknown)
             return result
         item_type = _map_value_type(typ)

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infra.workloads.deployment import place_deployment_spec
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
-from infra.workloads.podspec import UNKNOWN, PodSpecError, place_deployment_spec, place_pod_spec
+from infra.workloads.podspec import UNKNOWN, PodSpecError, place_pod_spec
 from tests.conftest import deployment_spec
 
 TOLERATION = DEFAULT_PLACEMENT.toleration()
@@ -175,7 +176,10 @@ def test_deployment_spec_gets_a_rolling_update_that_needs_no_spare_gpu() -> None
         ),
         ({"template": deployment_spec()["template"]}, "spec.selector is required"),
         ({"selector": {"matchLabels": {"app": "a"}}}, "spec.template is required"),
-        ({"selector": {}, "template": {"metadata": {}}}, "spec.template.spec is required"),
+        (
+            {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {}}},
+            "spec.template.spec is required",
+        ),
         (
             {**deployment_spec(), "selector": {"matchLabels": {"app": "other"}}},
             "does not match spec.template.metadata.labels",
@@ -201,7 +205,7 @@ _container = st.builds(
     _gpu,
 )
 _pod = st.fixed_dictionaries(
-    {"containers": st.lists(_container, min_size=1, max_size=4)},
+    {"containers": st.lists(_container, min_size=1, max_size=4, unique_by=lambda c: c["name"])},
     optional={
         "nodeSelector": st.dictionaries(_label.filter(lambda k: k != "GPU"), _label, max_size=4),
         "tolerations": st.lists(st.one_of(_toleration, st.just(TOLERATION)), max_size=4),

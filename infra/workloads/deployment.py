@@ -1,0 +1,163 @@
+"""The Deployment spec around a placed pod template: pure, what ``GpuDeployment`` declares.
+
+Besides placing the template, it refuses what the apps/v1 API refuses (unknown
+fields, a selector that misses the pods, a rollout that can never progress) and
+defaults the rollout so an update never needs a spare GPU node.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from infra.workloads import security
+from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+from infra.workloads.podspec import (
+    as_placement,
+    check_gpus,
+    check_selector_matches,
+    place_template,
+    to_kubernetes_form,
+)
+from infra.workloads.values import PodSpecError, known
+
+DEPLOYMENT_SPEC_FIELDS = frozenset(
+    {
+        "minReadySeconds",
+        "paused",
+        "progressDeadlineSeconds",
+        "replicas",
+        "revisionHistoryLimit",
+        "selector",
+        "strategy",
+        "template",
+    }
+)
+
+# A rolling update that never needs a spare GPU node: take one pod down, then start one.
+ROLLING_UPDATE_DEFAULTS: Mapping[str, Any] = {"maxSurge": 0, "maxUnavailable": 1}
+# When the user forbids unavailability (maxUnavailable 0), the only way forward is one extra pod.
+ZERO_UNAVAILABLE_SURGE = 1
+
+
+def _is_zero(value: Any) -> bool:
+    """An int-or-percent that the API reads as 0 (``0`` or ``"0%"``)."""
+    return (value == 0 and not isinstance(value, bool)) or (isinstance(value, str) and value.strip() == "0%")
+
+
+def rolling_update(strategy: Any, defaults: bool = True) -> Any:
+    """The rollout strategy with our defaults where the user left gaps; a deadlocked one refused."""
+    if not known(strategy) or not isinstance(strategy or {}, Mapping):
+        return strategy
+    given = strategy
+    strategy = dict(strategy or {})
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return given  # Recreate: the user chose it; nothing to default
+    user = strategy.get("rollingUpdate")
+    if not known(user):
+        return given
+    user = dict(user or {})
+    surge, unavailable = user.get("maxSurge"), user.get("maxUnavailable")
+    if surge is not None and unavailable is not None and _is_zero(surge) and _is_zero(unavailable):
+        raise PodSpecError(
+            "spec.strategy.rollingUpdate: maxSurge and maxUnavailable are both 0, which the API refuses "
+            "(the rollout could never progress); set maxUnavailable to 1 (no spare GPU needed) or maxSurge to 1"
+        )
+    if not defaults:
+        return given
+    merged = dict(ROLLING_UPDATE_DEFAULTS)
+    if unavailable is not None and known(unavailable) and _is_zero(unavailable):
+        merged["maxSurge"] = ZERO_UNAVAILABLE_SURGE
+    merged.update(user)
+    strategy["type"] = "RollingUpdate"
+    strategy["rollingUpdate"] = merged
+    return strategy
+
+
+def _check_restart_policy(template: Any) -> None:
+    pod = template.get("spec") if known(template) and isinstance(template, Mapping) else None
+    policy = pod.get("restartPolicy") if known(pod) and isinstance(pod, Mapping) else None
+    if known(policy) and policy not in (None, "Always"):
+        raise PodSpecError(
+            f"spec.template.spec.restartPolicy {policy!r}: a Deployment's pods must restart Always "
+            "(the API refuses anything else); remove it, or use GpuJob for run-to-completion work"
+        )
+
+
+def _check_selector(selector: Any) -> None:
+    if known(selector) and isinstance(selector, Mapping):
+        match, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
+        if known(match) and known(expressions) and not match and not expressions:
+            raise PodSpecError(
+                "spec.selector is empty, which the API refuses for a Deployment (it would select every "
+                "pod): set matchLabels to the template's labels"
+            )
+
+
+def place_deployment_checked(
+    spec: Any,
+    placement: Placement,
+    gpus: int | None,
+    *,
+    pool: str | None,
+    profile: str | None,
+    rolling_update_defaults: bool,
+    placement_known: bool = True,
+) -> dict[str, Any]:
+    """The merge on Kubernetes' form with UNKNOWN allowed (what ``GpuDeployment`` calls)."""
+    if not isinstance(spec, Mapping):
+        raise PodSpecError(f"spec must be a Deployment spec (a mapping), got {type(spec).__name__}")
+    unknown_fields = sorted(set(spec) - DEPLOYMENT_SPEC_FIELDS)
+    if unknown_fields:
+        raise PodSpecError(
+            f"spec is not a Deployment spec: unknown field(s) {unknown_fields}; "
+            f"allowed: {sorted(DEPLOYMENT_SPEC_FIELDS)}"
+        )
+    if "selector" not in spec:
+        raise PodSpecError("spec.selector is required: a Deployment selects its pods by label")
+    result = copy.deepcopy(dict(spec))
+    _check_selector(spec["selector"])
+    template = place_template(
+        result, "Deployment", placement, gpus, pool=pool, profile=profile, placement_known=placement_known
+    )
+    if not known(template):
+        return result
+    check_selector_matches(spec["selector"], template.get("metadata"), "Deployment")
+    _check_restart_policy(template)
+    result["template"] = template
+    strategy = rolling_update(result.get("strategy"), rolling_update_defaults)
+    if strategy is not None:
+        result["strategy"] = strategy
+    return result
+
+
+def place_deployment_spec(
+    spec: Any,
+    placement: Placement | Mapping[str, Any] = DEFAULT_PLACEMENT,
+    gpus: int | None = None,
+    *,
+    pool: str | None = None,
+    security_profile: str | None = None,
+    security_defaults: bool | None = None,
+    rolling_update_defaults: bool = True,
+) -> dict[str, Any]:
+    """Check that ``spec`` is a Deployment spec and place its pod template on GPU nodes.
+
+    Takes camelCase or snake_case dicts or ``k8s.apps.v1.DeploymentSpecArgs``;
+    returns Kubernetes' camelCase form.
+    """
+    from pulumi_kubernetes.apps.v1 import DeploymentSpecArgs
+
+    if gpus is not None:
+        gpus = check_gpus(gpus)
+    profile = security.check_profile(security_profile, security_defaults)
+    wire = to_kubernetes_form(spec, DeploymentSpecArgs, "spec", "place_deployment_spec")
+    return place_deployment_checked(
+        wire,
+        as_placement(placement),
+        gpus,
+        pool=pool,
+        profile=profile,
+        rolling_update_defaults=rolling_update_defaults,
+    )

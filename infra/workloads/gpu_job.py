@@ -1,0 +1,120 @@
+"""``GpuJob``: a Kubernetes Job (training, batch inference) whose pods land on GPU nodes and only there.
+
+The same contract, refusals and security profiles as ``GpuDeployment``, over
+:mod:`infra.workloads.job`. Pulumi waits for a Job to *complete*; the default
+timeout covers a scale-up from zero, a large image pull and half an hour of
+running (see :mod:`infra.workloads.component`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.workloads import component
+from infra.workloads.job import place_job_checked
+from infra.workloads.placement import Placement, PlacementError
+from infra.workloads.podspec import check_gpus
+from infra.workloads.security import check_profile
+from infra.workloads.values import UNKNOWN, PodSpecError, known
+from infra.workloads.wire import WireError, has_outputs
+
+TYPE_TOKEN = "eks-gpu:index:GpuJob"
+SKIP_AWAIT = "pulumi.com/skipAwait"
+"""pulumi-kubernetes' annotation: declare the Job and return without waiting for it to complete."""
+
+
+@dataclass
+class GpuJobArgs:
+    """What a ``kubernetes.batch.v1.Job`` takes, plus the GPU settings.
+
+    ``spec`` and ``metadata`` take typed Args or plain dicts (camelCase or
+    snake_case), and any value inside may be an Output. The component also takes
+    these args as a plain dict with camelCase or snake_case keys.
+    """
+
+    spec: pulumi.Input[k8s.batch.v1.JobSpecArgs | Mapping[str, Any]]
+    metadata: pulumi.Input[k8s.meta.v1.ObjectMetaArgs | Mapping[str, Any]] | None = None
+    gpus: int | None = None
+    """GPUs per pod, given to the first container unless a container declares nvidia.com/gpu (default 1)."""
+    placement: Placement | Mapping[str, Any] | pulumi.Output[Any] | None = None
+    """The contract; default ``GPU=true``. A dict or Output from a StackReference is fine."""
+    pool: str | None = None
+    """Run only on this GPU pool (nodeSelector ``eks-gpu/pool``); it must be one the placement exports."""
+    security_profile: str | None = None
+    """``baseline`` (default; ``restricted`` when the spec already runs as non-root), ``restricted`` or ``none``."""
+    wait_for_completion: bool = True
+    """Wait in ``pulumi up`` until the Job completes; ``False`` adds ``pulumi.com/skipAwait: "true"``."""
+    security_defaults: bool | None = None
+    """Deprecated: ``False`` is ``security_profile="none"``."""
+
+
+class GpuJob(pulumi.ComponentResource):
+    """A Job pinned to the GPU node group: nodeSelector, toleration and GPU limits always set."""
+
+    job: k8s.batch.v1.Job
+    name: pulumi.Output[str]
+    namespace: pulumi.Output[str]
+
+    def __init__(
+        self,
+        resource_name: str,
+        args: GpuJobArgs | Mapping[str, Any] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
+    ) -> None:
+        args = component.read_args(GpuJobArgs, "GpuJob", resource_name, args, kwargs)
+        eager_spec = self._eager_check(resource_name, args)
+        try:
+            metadata = component.with_annotations(
+                args.metadata,
+                {} if args.wait_for_completion else {SKIP_AWAIT: "true"},
+                "wait_for_completion=False",
+            )
+        except PodSpecError as error:
+            raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
+
+        super().__init__(TYPE_TOKEN, resource_name, None, opts)
+        timeouts = component.child_timeouts(component.JOB_TIMEOUT, opts.custom_timeouts if opts else None)
+        child = pulumi.ResourceOptions(parent=self, custom_timeouts=timeouts)
+        gpus = check_gpus(args.gpus) if args.gpus is not None else None
+        profile = check_profile(args.security_profile, args.security_defaults)
+
+        spec: pulumi.Input[dict[str, Any]]
+        if known(eager_spec) and not has_outputs(args.placement) and not has_outputs(args.spec):
+            spec = eager_spec
+        else:
+            spec = component.final_inputs(args.spec, args.placement, k8s.batch.v1.JobSpecArgs).apply(
+                lambda both: place_job_checked(both[0], both[1], gpus, pool=args.pool, profile=profile)
+            )
+        self.job = k8s.batch.v1.Job(resource_name, metadata=metadata, spec=spec, opts=child)
+        self.name = component.name_output(self.job, resource_name)
+        self.namespace = component.namespace_output(self.job)
+        self.register_outputs({"name": self.name, "namespace": self.namespace})
+
+    @staticmethod
+    def _eager_check(resource_name: str, args: GpuJobArgs) -> dict[str, Any] | Any:
+        """Run every check that known values allow, before anything is declared.
+
+        Returns the placed spec, or UNKNOWN when the whole spec is an Output.
+        """
+        try:
+            gpus = check_gpus(args.gpus) if args.gpus is not None else None
+            profile = check_profile(args.security_profile, args.security_defaults)
+            component.check_flag(args.wait_for_completion, "wait_for_completion")
+            placement, placement_known = component.eager_placement(args.placement)
+            spec = component.wire_or_unknown(args.spec, k8s.batch.v1.JobSpecArgs)
+            if not known(spec):
+                return UNKNOWN
+            return place_job_checked(
+                spec, placement, gpus, pool=args.pool, profile=profile, placement_known=placement_known
+            )
+        except (PodSpecError, PlacementError, WireError) as error:
+            raise type(error)(f"GpuJob({resource_name!r}): {error}") from None
+
+
+__all__ = ["SKIP_AWAIT", "TYPE_TOKEN", "GpuJob", "GpuJobArgs"]

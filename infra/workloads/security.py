@@ -1,0 +1,190 @@
+"""Security profiles for GPU pods: secure defaults that never stop the images people use.
+
+Most ML images (CUDA, PyTorch, vLLM, Triton) run as root. ``runAsNonRoot: true``
+makes the kubelet refuse them ("image will run as root"), so the default profile is
+the Pod Security Standards' *baseline*, hardened only where a root image cannot
+notice; *restricted* applies when the pod already runs as non-root, or on request.
+The user's own values always win, key by key, and the defaults never produce a
+combination the Kubernetes API refuses.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from infra.workloads.values import UNKNOWN, PodSpecError, known
+
+SECURITY_PROFILES = ("baseline", "restricted", "none")
+"""``baseline``: root images start; ``restricted``: non-root, no capabilities; ``none``: nothing added."""
+
+RUNTIME_DEFAULT_SECCOMP: Mapping[str, Any] = {"type": "RuntimeDefault"}
+# Inference and training pods seldom talk to the Kubernetes API: no token unless asked for.
+POD_DEFAULTS: Mapping[str, Any] = {"automountServiceAccountToken": False}
+# baseline: the container runtime's seccomp filter (what Docker applies by default) and
+# no setuid escalation. A root process keeps its default capabilities, so images that
+# chown, bind low ports or switch users on start still start.
+BASELINE_POD_SECURITY: Mapping[str, Any] = {"seccompProfile": RUNTIME_DEFAULT_SECCOMP}
+BASELINE_CONTAINER_SECURITY: Mapping[str, Any] = {"allowPrivilegeEscalation": False}
+# restricted: the Pod Security Standards' restricted profile. GPU workloads need no
+# capabilities: the device plugin hands the GPU device files to the container.
+RESTRICTED_POD_SECURITY: Mapping[str, Any] = {"runAsNonRoot": True, "seccompProfile": RUNTIME_DEFAULT_SECCOMP}
+RESTRICTED_CONTAINER_SECURITY: Mapping[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "seccompProfile": RUNTIME_DEFAULT_SECCOMP,
+}
+# allowPrivilegeEscalation: false is refused by the API beside privileged: true or an added
+# CAP_SYS_ADMIN (ValidateSecurityContext); the defaults stay away from SYS_ADMIN in either spelling.
+SYS_ADMIN = ("SYS_ADMIN", "CAP_SYS_ADMIN")
+
+
+def check_profile(security_profile: object, security_defaults: object = None) -> str | None:
+    """The profile to apply (``None``: baseline, or restricted when the pod runs as non-root).
+
+    ``security_defaults`` is the older boolean: ``False`` means ``"none"``; it may
+    not contradict an explicit ``security_profile``.
+    """
+    if security_defaults is not None and not isinstance(security_defaults, bool):
+        raise PodSpecError(f"security_defaults must be true or false, got {security_defaults!r}")
+    if security_profile is not None and security_profile not in SECURITY_PROFILES:
+        raise PodSpecError(
+            f"security_profile must be one of {', '.join(map(repr, SECURITY_PROFILES))}, "
+            f"got {security_profile!r}"
+        )
+    if security_defaults is False:
+        if security_profile not in (None, "none"):
+            raise PodSpecError(
+                f"security_defaults=False contradicts security_profile={security_profile!r}: "
+                "security_defaults is replaced by security_profile; drop it"
+            )
+        return "none"
+    if security_defaults is True and security_profile == "none":
+        raise PodSpecError(
+            "security_defaults=True contradicts security_profile='none': "
+            "security_defaults is replaced by security_profile; drop it"
+        )
+    return security_profile  # type: ignore[return-value]
+
+
+def _containers(pod: Mapping[str, Any]) -> list[Any] | Any:
+    """Every init container and container, or UNKNOWN if a list is not known yet."""
+    found: list[Any] = []
+    for field in ("initContainers", "containers"):
+        items = pod.get(field)
+        if not known(items):
+            return UNKNOWN
+        found.extend(items or [])
+    return found
+
+
+def runs_as_non_root(pod: Mapping[str, Any]) -> bool:
+    """True when every container already runs as non-root (runAsNonRoot or a non-zero runAsUser).
+
+    Then restricted costs nothing: the image was never going to run as root.
+    """
+    pod_sc = pod.get("securityContext") or {}
+    containers = _containers(pod)
+    if not known(pod_sc) or not isinstance(pod_sc, Mapping) or not known(containers) or not containers:
+        return False
+    for container in containers:
+        if not isinstance(container, Mapping) or not known(container.get("securityContext")):
+            return False
+        sc = container.get("securityContext") or {}
+        user = sc.get("runAsUser", pod_sc.get("runAsUser"))
+        non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
+        if isinstance(user, int) and not isinstance(user, bool) and user != 0:
+            continue
+        if non_root is True and user is None:
+            continue
+        return False
+    return True
+
+
+def _merge(defaults: Mapping[str, Any], user: Any) -> Any:
+    """User keys win; defaults fill only what the user left out (``capabilities`` one level down)."""
+    if not known(user) or (user is not None and not isinstance(user, Mapping)):
+        return user
+    merged = copy.deepcopy(dict(defaults))
+    user = dict(user or {})
+    caps = user.get("capabilities")
+    if "capabilities" in merged and known(caps) and isinstance(caps, Mapping):
+        user["capabilities"] = {**merged["capabilities"], **caps}
+    merged.update(user)
+    return merged
+
+
+def _container_defaults(profile: str, sc: Any, pod_sc: Mapping[str, Any]) -> dict[str, Any]:
+    """The defaults a container may take without becoming one the API or the kubelet refuses."""
+    defaults = dict(RESTRICTED_CONTAINER_SECURITY if profile == "restricted" else BASELINE_CONTAINER_SECURITY)
+    sc = sc if isinstance(sc, Mapping) else {}
+    privileged = sc.get("privileged")
+    caps = sc.get("capabilities") or {}
+    added = caps.get("add") if known(caps) and isinstance(caps, Mapping) else UNKNOWN
+    may_be_privileged = privileged not in (None, False)  # True, or not known yet
+    may_add_sys_admin = not known(added) or any(not known(c) or c in SYS_ADMIN for c in added or [])
+    if may_be_privileged or may_add_sys_admin:
+        defaults.pop("allowPrivilegeEscalation")
+    user = sc.get("runAsUser", pod_sc.get("runAsUser"))
+    if not known(user) or user == 0:
+        defaults.pop("runAsNonRoot", None)  # the kubelet would refuse to start an explicit root user
+    return defaults
+
+
+def apply_profile(pod: dict[str, Any], profile: str | None) -> str:
+    """Fill ``pod`` (Kubernetes form, a copy the caller owns) with the profile's defaults.
+
+    Returns the profile applied (``None`` resolves to baseline or restricted).
+    """
+    if profile is None:
+        profile = "restricted" if runs_as_non_root(pod) else "baseline"
+    if profile == "none":
+        return profile
+    for key, value in POD_DEFAULTS.items():
+        pod.setdefault(key, value)
+    pod_defaults = dict(RESTRICTED_POD_SECURITY if profile == "restricted" else BASELINE_POD_SECURITY)
+    pod_sc = pod.get("securityContext")
+    if known(pod_sc) and isinstance(pod_sc, Mapping) and pod_sc.get("runAsUser") in (0, UNKNOWN):
+        pod_defaults.pop("runAsNonRoot", None)
+    pod["securityContext"] = _merge(pod_defaults, pod_sc)
+    pod_sc = pod["securityContext"] if known(pod["securityContext"]) else {}
+    for field in ("initContainers", "containers"):
+        items = pod.get(field)
+        if not known(items) or not isinstance(items, list):
+            continue
+        for container in items:
+            if isinstance(container, dict) and known(container.get("securityContext")):
+                sc = container.get("securityContext")
+                container["securityContext"] = _merge(_container_defaults(profile, sc, pod_sc), sc)
+    return profile
+
+
+def check_security_contexts(pod: Mapping[str, Any], where: str) -> None:
+    """Refuse what the API refuses: allowPrivilegeEscalation false with privileged or CAP_SYS_ADMIN."""
+    for field in ("initContainers", "containers"):
+        items = pod.get(field)
+        if not known(items) or not isinstance(items, list):
+            continue
+        for index, container in enumerate(items):
+            sc = container.get("securityContext") if isinstance(container, Mapping) else None
+            if (
+                not known(sc)
+                or not isinstance(sc, Mapping)
+                or sc.get("allowPrivilegeEscalation") is not False
+            ):
+                continue
+            path = f"{where}.{field}[{index}].securityContext"
+            if sc.get("privileged") is True:
+                raise PodSpecError(
+                    f"{path}: privileged: true with allowPrivilegeEscalation: false is refused by the "
+                    "Kubernetes API (a privileged container can always escalate); remove allowPrivilegeEscalation"
+                )
+            caps = sc.get("capabilities")
+            added = caps.get("add") if known(caps) and isinstance(caps, Mapping) else None
+            if known(added) and "CAP_SYS_ADMIN" in (added or []):
+                raise PodSpecError(
+                    f"{path}: capabilities.add CAP_SYS_ADMIN with allowPrivilegeEscalation: false is "
+                    "refused by the Kubernetes API; remove allowPrivilegeEscalation (or the capability)"
+                )

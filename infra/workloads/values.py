@@ -1,0 +1,32 @@
+"""What every pure workload module shares: the error type and the marker for values not known yet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class _Unknown:
+    """Stands for a value that is not known until the Pulumi engine resolves it."""
+
+    _instance: _Unknown | None = None
+
+    def __new__(cls) -> _Unknown:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()
+"""A Pulumi Output's value during the eager check: checks that need it are skipped, not guessed."""
+
+
+class PodSpecError(ValueError):
+    """A workload that cannot honour the placement contract; the message says what to change."""
+
+
+def known(value: Any) -> bool:
+    """False for :data:`UNKNOWN`: the value comes from an Output not resolved yet."""
+    return value is not UNKNOWN
