@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from infra.workloads.placement import DEFAULT_PLACEMENT, EKS_TO_K8S_EFFECT, Placement, PlacementError
+from infra.workloads.placement import (
+    DEFAULT_PLACEMENT,
+    EKS_TO_K8S_EFFECT,
+    POOL_LABEL,
+    GpuPool,
+    Placement,
+    PlacementError,
+)
 
 
 def test_default_contract_is_the_blog_posts_gpu_true() -> None:
@@ -83,3 +90,100 @@ def test_refuses_keys_and_values_kubernetes_or_eks_would_reject(kwargs: dict, me
 def test_from_dict_refuses_unknown_fields() -> None:
     with pytest.raises(PlacementError, match=r"unknown field\(s\) \['effect'\]"):
         Placement.from_dict({"key": "GPU", "effect": "NoExecute"})
+
+
+# --- GPU pools ---
+
+TRAINING = GpuPool("training", gpus_per_node=4)
+SHARED = GpuPool("shared", gpus_per_node=1, time_slicing_replicas=4, capacity_type="SPOT")
+
+
+def test_a_pool_counts_its_slots_and_the_most_one_pod_can_get() -> None:
+    assert (TRAINING.slots_per_node, TRAINING.max_gpus_per_pod, TRAINING.shared) == (4, 4, False)
+    # time-slicing: four pods share one GPU, and the device plugin refuses any request above 1
+    assert (SHARED.slots_per_node, SHARED.max_gpus_per_pod, SHARED.shared) == (4, 1, True)
+
+
+def test_every_pool_node_carries_the_contract_label_and_its_pool_label() -> None:
+    p = Placement(pools=(TRAINING, SHARED))
+    assert POOL_LABEL == "eks-gpu/pool"
+    assert p.pool_labels("shared") == {"GPU": "true", "eks-gpu/pool": "shared"}
+    assert p.pool("training") is TRAINING
+
+
+def test_an_unknown_pool_is_refused_listing_the_exported_ones() -> None:
+    with pytest.raises(
+        PlacementError, match=r"pool 'gpu' is not one the platform exports; allowed: training, shared"
+    ):
+        Placement(pools=(TRAINING, SHARED)).pool("gpu")
+    with pytest.raises(PlacementError, match="the platform exports no GPU pools"):
+        DEFAULT_PLACEMENT.pool_labels("training")
+
+
+def test_to_dict_with_pools_names_the_pool_label_and_every_pool() -> None:
+    assert Placement(pools=(TRAINING, SHARED)).to_dict() == {
+        "key": "GPU",
+        "value": "true",
+        "poolLabel": "eks-gpu/pool",
+        "pools": {
+            "training": {"gpusPerNode": 4, "timeSlicingReplicas": 1, "capacityType": "ON_DEMAND"},
+            "shared": {"gpusPerNode": 1, "timeSlicingReplicas": 4, "capacityType": "SPOT"},
+        },
+    }
+    assert DEFAULT_PLACEMENT.to_dict() == {"key": "GPU", "value": "true"}  # the old form, for old readers
+
+
+def test_from_dict_reads_pools_with_json_numbers_as_a_stack_reference_gives_them() -> None:
+    exported = {
+        "key": "GPU",
+        "value": "true",
+        "poolLabel": "eks-gpu/pool",
+        "pools": {"training": {"gpusPerNode": 4.0, "timeSlicingReplicas": 1.0, "capacityType": "ON_DEMAND"}},
+    }
+    assert Placement.from_dict(exported) == Placement(pools=(TRAINING,))
+    assert Placement.from_dict({"pools": {"s": {"gpusPerNode": 1}}}).pools == (GpuPool("s", 1),)
+    p = Placement(pools=(TRAINING, SHARED))
+    assert Placement.from_dict(json.loads(json.dumps(p.to_dict()))) == p
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"pools": {"t": {"gpusPerNode": 1, "gpus": 2}}},
+            r"placement.pools.t has unknown field\(s\) \['gpus'\]",
+        ),
+        ({"pools": {"t": {"timeSlicingReplicas": 2}}}, "placement.pools.t.gpusPerNode is required"),
+        ({"pools": {"t": {"gpusPerNode": 1.5}}}, "gpusPerNode must be a whole number >= 1, got 1.5"),
+        (
+            {"pools": {"t": {"gpusPerNode": 1, "capacityType": "spot"}}},
+            "capacityType must be one of ON_DEMAND, SPOT",
+        ),
+        ({"pools": {"bad name": {"gpusPerNode": 1}}}, "must be a label value"),
+        ({"pools": ["t"]}, "placement.pools must be a mapping"),
+        ({"poolLabel": "pool"}, "different versions of the contract"),
+        ({"zones": {}}, r"unknown field\(s\) \['zones'\]"),
+    ],
+)
+def test_from_dict_refuses_what_no_platform_exports(data: dict, message: str) -> None:
+    with pytest.raises(PlacementError, match=message):
+        Placement.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: GpuPool("t", 0), "gpusPerNode must be a whole number >= 1"),
+        (lambda: GpuPool("t", True), "gpusPerNode must be a whole number >= 1"),
+        (lambda: GpuPool("t", 1, 0), "timeSlicingReplicas must be a whole number >= 1"),
+        (
+            lambda: Placement(pools=(TRAINING, GpuPool("training", 1))),
+            r"pool name\(s\) \['training'\] appear more than once",
+        ),
+        (lambda: Placement(pools=("training",)), "must be a tuple of GpuPool"),
+        (lambda: Placement(key="eks-gpu/pool"), "that label names the pool"),
+    ],
+)
+def test_pools_kubernetes_could_not_label_are_refused(build, message: str) -> None:
+    with pytest.raises(PlacementError, match=message):
+        build()
