@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.workloads import component
+from infra.workloads import component, images
 from infra.workloads.deployment import place_deployment_checked
 from infra.workloads.placement import Placement, PlacementError
 from infra.workloads.podspec import check_gpus
@@ -51,6 +51,8 @@ class GpuDeploymentArgs:
     """Default to maxSurge 0 / maxUnavailable 1 so an update needs no spare GPU node."""
     security_defaults: bool | None = None
     """Deprecated: ``False`` is ``security_profile="none"``."""
+    check_image_architecture: bool = True
+    """Refuse images without a linux/arm64 build before anything is declared (``infra.workloads.images``)."""
 
 
 class GpuDeployment(pulumi.ComponentResource):
@@ -70,6 +72,9 @@ class GpuDeployment(pulumi.ComponentResource):
     ) -> None:
         args = component.read_args(GpuDeploymentArgs, "GpuDeployment", resource_name, args, kwargs)
         eager_spec = self._eager_check(resource_name, args)
+        args = images.check_workload_images(
+            f"GpuDeployment({resource_name!r})", args, k8s.apps.v1.DeploymentSpecArgs
+        )
 
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
         timeouts = component.child_timeouts(

@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.workloads import component
+from infra.workloads import component, images
 from infra.workloads.job import place_job_checked
 from infra.workloads.placement import Placement, PlacementError
 from infra.workloads.podspec import check_gpus
@@ -51,6 +51,8 @@ class GpuJobArgs:
     """Wait in ``pulumi up`` until the Job completes; ``False`` adds ``pulumi.com/skipAwait: "true"``."""
     security_defaults: bool | None = None
     """Deprecated: ``False`` is ``security_profile="none"``."""
+    check_image_architecture: bool = True
+    """Refuse images without a linux/arm64 build before anything is declared (``infra.workloads.images``)."""
 
 
 class GpuJob(pulumi.ComponentResource):
@@ -69,6 +71,7 @@ class GpuJob(pulumi.ComponentResource):
     ) -> None:
         args = component.read_args(GpuJobArgs, "GpuJob", resource_name, args, kwargs)
         eager_spec = self._eager_check(resource_name, args)
+        args = images.check_workload_images(f"GpuJob({resource_name!r})", args, k8s.batch.v1.JobSpecArgs)
         try:
             metadata = component.with_annotations(
                 args.metadata,
