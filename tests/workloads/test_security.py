@@ -1,0 +1,150 @@
+"""Security profiles: the images people use start, and hardening goes as far as the spec allows."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra import GpuDeployment, PodSpecError
+from infra.workloads.podspec import place_pod_spec
+from infra.workloads.security import SECURITY_PROFILES
+from tests.conftest import deployment_spec
+
+ROOT_IMAGE = {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.6.3"}]}
+RESTRICTED_CONTAINER = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def _security(pod: dict) -> tuple:
+    return (
+        pod.get("automountServiceAccountToken"),
+        pod.get("securityContext"),
+        [c.get("securityContext") for c in pod.get("initContainers", [])],
+        [c.get("securityContext") for c in pod["containers"]],
+    )
+
+
+def test_by_default_a_root_image_gets_baseline_which_lets_it_start() -> None:
+    # No runAsNonRoot (the kubelet would refuse a root image), no dropped capabilities
+    # (root entrypoints chown and switch users); seccomp and no setuid escalation.
+    assert _security(place_pod_spec(ROOT_IMAGE)) == (
+        False,
+        {"seccompProfile": {"type": "RuntimeDefault"}},
+        [],
+        [{"allowPrivilegeEscalation": False}],
+    )
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        {"securityContext": {"runAsUser": 1000}, "containers": [{"name": "m"}]},
+        {"securityContext": {"runAsNonRoot": True}, "containers": [{"name": "m"}]},
+        {"containers": [{"name": "m", "securityContext": {"runAsUser": 1000}}]},
+    ],
+)
+def test_a_spec_that_already_runs_as_non_root_gets_restricted(pod: dict) -> None:
+    placed = place_pod_spec(pod)
+    user = pod["containers"][0].get("securityContext", {})
+    assert placed["containers"][0]["securityContext"] == {**RESTRICTED_CONTAINER, **user}
+    assert placed["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+        **pod.get("securityContext", {}),
+    }
+
+
+def test_restricted_needs_every_container_non_root_init_containers_included() -> None:
+    pod = {
+        "initContainers": [{"name": "fetch", "image": "amazon/aws-cli"}],
+        "containers": [{"name": "m", "securityContext": {"runAsUser": 1000}}],
+    }
+    placed = place_pod_spec(pod)
+    assert placed["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert placed["initContainers"][0]["securityContext"] == {"allowPrivilegeEscalation": False}
+    non_root = place_pod_spec({**pod, "securityContext": {"runAsUser": 1000}})
+    assert non_root["initContainers"][0]["securityContext"] == RESTRICTED_CONTAINER
+
+
+def test_restricted_on_request_keeps_an_explicit_root_user_startable() -> None:
+    pod = {"containers": [{"name": "a"}, {"name": "b", "securityContext": {"runAsUser": 0}}]}
+    placed = place_pod_spec(pod, security_profile="restricted")
+    assert placed["containers"][0]["securityContext"] == RESTRICTED_CONTAINER
+    # runAsNonRoot beside runAsUser 0 is a pod the kubelet never starts: not added there
+    assert placed["containers"][1]["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "runAsUser": 0,
+    }
+
+
+def test_restricted_keeps_capabilities_the_user_adds_and_still_drops_the_rest() -> None:
+    pod = {"containers": [{"name": "m", "securityContext": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}}]}
+    placed = place_pod_spec(pod, security_profile="restricted")
+    assert placed["containers"][0]["securityContext"]["capabilities"] == {
+        "drop": ["ALL"],
+        "add": ["NET_BIND_SERVICE"],
+    }
+
+
+def test_an_explicit_baseline_stays_baseline_and_none_adds_nothing() -> None:
+    non_root = {"securityContext": {"runAsUser": 1000}, "containers": [{"name": "m"}]}
+    assert place_pod_spec(non_root, security_profile="baseline")["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False
+    }
+    none = place_pod_spec(ROOT_IMAGE, security_profile="none")
+    assert _security(none) == (None, None, [], [None])
+
+
+def test_security_defaults_false_still_means_no_defaults() -> None:
+    assert place_pod_spec(ROOT_IMAGE, security_defaults=False) == place_pod_spec(
+        ROOT_IMAGE, security_profile="none"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"security_profile": "strict"},
+            r"security_profile must be one of 'baseline', 'restricted', 'none', got 'strict'",
+        ),
+        (
+            {"security_profile": "restricted", "security_defaults": False},
+            "security_defaults=False contradicts",
+        ),
+        ({"security_profile": "none", "security_defaults": True}, "security_defaults=True contradicts"),
+        ({"security_defaults": "no"}, "security_defaults must be true or false"),
+    ],
+)
+def test_profile_names_are_checked(kwargs: dict, message: str) -> None:
+    with pytest.raises(PodSpecError, match=message):
+        place_pod_spec(ROOT_IMAGE, **kwargs)
+
+
+def test_the_profiles_are_the_three_documented() -> None:
+    assert SECURITY_PROFILES == ("baseline", "restricted", "none")
+
+
+def test_gpu_deployment_refuses_an_unknown_profile_before_declaring(run) -> None:
+    errors = []
+
+    def program() -> None:
+        with pytest.raises(PodSpecError) as raised:
+            GpuDeployment("x", spec=deployment_spec(), security_profile="Restricted")
+        errors.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert errors[0].startswith(
+        "GpuDeployment('x'): security_profile must be one of 'baseline', 'restricted'"
+    )
+
+
+def test_gpu_deployment_passes_the_profile_through(run) -> None:
+    result = run(lambda: GpuDeployment("x", spec=deployment_spec(), security_profile="restricted"))
+    pod = result.one("kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]
+    assert pod["containers"][0]["securityContext"] == RESTRICTED_CONTAINER
