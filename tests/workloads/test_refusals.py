@@ -1,0 +1,219 @@
+"""Never a pod the API refuses: what the schema cannot see is refused before anything is declared,
+and the defaults never create such a combination themselves."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra import GpuDeployment, PodSpecError
+from infra.workloads.deployment import place_deployment_spec
+from infra.workloads.job import place_job_spec
+from infra.workloads.podspec import place_pod_spec
+from tests.conftest import deployment_spec
+
+
+def _container(**security: object) -> dict:
+    return {"name": "m", "image": "i", "securityContext": security}
+
+
+# --- privileged / CAP_SYS_ADMIN vs allowPrivilegeEscalation: false ---
+
+
+@pytest.mark.parametrize("profile", [None, "baseline", "restricted"])
+@pytest.mark.parametrize(
+    "security",
+    [
+        {"privileged": True},
+        {"capabilities": {"add": ["SYS_ADMIN"]}},
+        {"capabilities": {"add": ["CAP_SYS_ADMIN"]}},
+    ],
+)
+def test_defaults_never_add_no_escalation_to_a_privileged_or_sys_admin_container(
+    profile: str | None, security: dict
+) -> None:
+    pod = place_pod_spec({"containers": [_container(**security)]}, security_profile=profile)
+    assert "allowPrivilegeEscalation" not in pod["containers"][0]["securityContext"]
+
+
+@pytest.mark.parametrize(
+    ("security", "message"),
+    [
+        (
+            {"privileged": True, "allowPrivilegeEscalation": False},
+            r"spec.containers\[0\].securityContext: privileged: true with allowPrivilegeEscalation: false "
+            r"is refused by the Kubernetes API .*remove allowPrivilegeEscalation",
+        ),
+        (
+            {"capabilities": {"add": ["CAP_SYS_ADMIN"]}, "allowPrivilegeEscalation": False},
+            r"capabilities.add CAP_SYS_ADMIN with allowPrivilegeEscalation: false is refused",
+        ),
+    ],
+)
+def test_a_user_written_combination_the_api_refuses_is_refused(security: dict, message: str) -> None:
+    with pytest.raises(PodSpecError, match=message):
+        place_pod_spec({"containers": [_container(**security)]})
+    with pytest.raises(PodSpecError, match=message.replace("spec.containers", "spec.initContainers")):
+        place_pod_spec({"containers": [{"name": "x"}], "initContainers": [_container(**security)]})
+
+
+# --- rolling updates ---
+
+
+@pytest.mark.parametrize(
+    ("rolling", "expected"),
+    [
+        ({}, {"maxSurge": 0, "maxUnavailable": 1}),
+        ({"maxUnavailable": 0}, {"maxSurge": 1, "maxUnavailable": 0}),
+        ({"maxUnavailable": "0%"}, {"maxSurge": 1, "maxUnavailable": "0%"}),
+        ({"maxSurge": 0}, {"maxSurge": 0, "maxUnavailable": 1}),
+        ({"maxSurge": "25%", "maxUnavailable": 0}, {"maxSurge": "25%", "maxUnavailable": 0}),
+    ],
+)
+def test_the_rollout_default_never_makes_both_zero(rolling: dict, expected: dict) -> None:
+    spec = place_deployment_spec({**deployment_spec(), "strategy": {"rollingUpdate": rolling}})
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": expected}
+
+
+@pytest.mark.parametrize("zero", [0, "0%"])
+def test_a_rollout_with_both_zero_is_refused(zero: object) -> None:
+    strategy = {"rollingUpdate": {"maxSurge": zero, "maxUnavailable": 0}}
+    with pytest.raises(PodSpecError, match="maxSurge and maxUnavailable are both 0, which the API refuses"):
+        place_deployment_spec({**deployment_spec(), "strategy": strategy}, rolling_update_defaults=False)
+
+
+def test_without_rollout_defaults_nothing_is_added() -> None:
+    assert "strategy" not in place_deployment_spec(deployment_spec(), rolling_update_defaults=False)
+
+
+# --- GPU quantities, init containers ---
+
+
+@pytest.mark.parametrize("quantity", ["1.5", 0.5, "500m", "1Gi", True])
+def test_gpu_quantities_must_be_whole_numbers(quantity: object) -> None:
+    with pytest.raises(PodSpecError, match=r"must be a whole number of GPUs"):
+        place_pod_spec({"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": quantity}}}]})
+
+
+def test_an_integral_float_quantity_is_one_gpu_count() -> None:
+    pod = place_pod_spec({"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 2.0}}}]})
+    assert pod["containers"][0]["resources"]["requests"] == {"nvidia.com/gpu": 2.0}
+
+
+def test_init_containers_get_requests_equal_to_limits_too() -> None:
+    pod = place_pod_spec(
+        {
+            "initContainers": [{"name": "warm", "resources": {"requests": {"nvidia.com/gpu": 1}}}],
+            "containers": [{"name": "m"}],
+        }
+    )
+    assert pod["initContainers"][0]["resources"] == {
+        "limits": {"nvidia.com/gpu": 1},
+        "requests": {"nvidia.com/gpu": 1},
+    }
+    with pytest.raises(
+        PodSpecError, match=r"spec.initContainers\[0\]: nvidia.com/gpu requests \(1\) must equal"
+    ):
+        place_pod_spec(
+            {
+                "initContainers": [
+                    {
+                        "name": "w",
+                        "resources": {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}},
+                    }
+                ],
+                "containers": [{"name": "m"}],
+            }
+        )
+
+
+def test_container_names_must_be_unique_across_init_and_regular_containers() -> None:
+    with pytest.raises(
+        PodSpecError,
+        match=r"spec.containers\[0\].name 'm' is already used by spec.initContainers\[0\]: container names must be unique",
+    ):
+        place_pod_spec({"initContainers": [{"name": "m"}], "containers": [{"name": "m"}]})
+
+
+# --- selectors and restart policies ---
+
+
+def test_a_deployment_selector_expression_that_misses_the_template_is_refused() -> None:
+    spec = {
+        **deployment_spec(),
+        "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["other"]}]},
+    }
+    with pytest.raises(PodSpecError, match=r"spec.selector.matchExpressions\[0\] .* does not match"):
+        place_deployment_spec(spec)
+
+
+def test_an_empty_deployment_selector_is_refused() -> None:
+    with pytest.raises(PodSpecError, match=r"spec\.selector is empty"):
+        place_deployment_spec({**deployment_spec(), "selector": {}})
+
+
+def test_a_deployment_pod_that_does_not_restart_always_is_refused() -> None:
+    with pytest.raises(PodSpecError, match="restartPolicy 'Never': a Deployment's pods must restart Always"):
+        place_deployment_spec(deployment_spec(restartPolicy="Never"))
+
+
+JOB_TEMPLATE = {
+    "metadata": {"labels": {"job": "train"}},
+    "spec": {"containers": [{"name": "t", "image": "i"}]},
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"manualSelector": True, "template": JOB_TEMPLATE},
+            "spec.selector is required with spec.manualSelector: true",
+        ),
+        (
+            {"manualSelector": True, "selector": {"matchLabels": {"job": "eval"}}, "template": JOB_TEMPLATE},
+            r"spec.selector.matchLabels job='eval' does not match spec.template.metadata.labels \(job='train'\)",
+        ),
+        (
+            {"template": {**JOB_TEMPLATE, "spec": {**JOB_TEMPLATE["spec"], "restartPolicy": "Always"}}},
+            "restartPolicy 'Always': a Job's pods must use one of Never, OnFailure",
+        ),
+        (
+            {
+                "podFailurePolicy": {"rules": []},
+                "template": {**JOB_TEMPLATE, "spec": {**JOB_TEMPLATE["spec"], "restartPolicy": "OnFailure"}},
+            },
+            "spec.podFailurePolicy needs spec.template.spec.restartPolicy Never",
+        ),
+        ({"completionMode": "Indexed", "template": JOB_TEMPLATE}, "spec.completions is required"),
+        (
+            {"completionMode": "indexed", "template": JOB_TEMPLATE},
+            "completionMode must be one of NonIndexed, Indexed",
+        ),
+        ({"backoffLimitPerIndex": 1, "template": JOB_TEMPLATE}, "needs spec.completionMode: Indexed"),
+        ({"parallelism": -1, "template": JOB_TEMPLATE}, r"spec.parallelism must be a whole number >= 0"),
+        ({"backoffLimit": 1.5, "template": JOB_TEMPLATE}, r"spec.backoffLimit must be a whole number >= 0"),
+    ],
+)
+def test_job_specs_the_api_refuses_are_refused(spec: dict, message: str) -> None:
+    with pytest.raises(PodSpecError, match=message):
+        place_job_spec(spec)
+
+
+def test_refusals_reach_the_component_before_anything_is_declared(run) -> None:
+    errors = []
+
+    def program() -> None:
+        with pytest.raises(PodSpecError) as raised:
+            GpuDeployment(
+                "x",
+                spec={
+                    **deployment_spec(),
+                    "strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}},
+                },
+            )
+        errors.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert errors[0].startswith(
+        "GpuDeployment('x'): spec.strategy.rollingUpdate: maxSurge and maxUnavailable"
+    )
