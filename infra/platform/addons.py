@@ -8,9 +8,10 @@ bump moves all of them with it.
 
 Versions as published for each Kubernetes minor (AWS EKS user guide,
 managing-kube-proxy / managing-coredns tables; vpc-cni and eks-pod-identity-agent
-as `aws eks describe-addon-versions` reported them in 2026-09). Check before a
-bump: ``aws eks describe-addon-versions --kubernetes-version 1.36 --addon-name kube-proxy
---query 'addons[].addonVersions[0].addonVersion'``.
+as `aws eks describe-addon-versions` reported them in 2026-09; the CloudWatch and
+node monitoring add-ons from their charts' versions, 6.4.0 and 1.7.0). None could
+be confirmed against the live API from here: ``bin/check-addon-versions`` asks AWS
+for every row (the pull-request workflow runs it before ``pulumi preview``).
 """
 
 from __future__ import annotations
@@ -23,12 +24,16 @@ ADDON_VERSIONS: Mapping[str, Mapping[str, str]] = {
         "kube-proxy": "v1.35.3-eksbuild.13",
         "coredns": "v1.14.3-eksbuild.3",
         "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
+        "amazon-cloudwatch-observability": "v6.4.0-eksbuild.1",
+        "eks-node-monitoring-agent": "v1.7.0-eksbuild.1",
     },
     "1.36": {
         "vpc-cni": "v1.22.4-eksbuild.3",
         "kube-proxy": "v1.36.0-eksbuild.14",
         "coredns": "v1.14.3-eksbuild.3",
         "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
+        "amazon-cloudwatch-observability": "v6.4.0-eksbuild.1",
+        "eks-node-monitoring-agent": "v1.7.0-eksbuild.1",
     },
 }
 
@@ -43,3 +48,13 @@ VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
 
 def version(addon: str, kubernetes_version: str) -> str:
     return ADDON_VERSIONS[kubernetes_version][addon]
+
+
+def rows() -> list[tuple[str, str, str]]:
+    """(Kubernetes version, add-on, version) for every pin, for ``bin/check-addon-versions``."""
+    return [(k8s, addon, pinned) for k8s, pins in ADDON_VERSIONS.items() for addon, pinned in pins.items()]
+
+
+if __name__ == "__main__":
+    for row in rows():
+        print(*row)

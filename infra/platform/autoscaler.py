@@ -130,8 +130,12 @@ def expander_priorities(pools: Sequence[GpuPool]) -> dict[str, list[str]]:
     priorities: dict[str, list[str]] = {}
     for pool in pools:
         priority = str(SPOT_PRIORITY if pool.capacity_type == "SPOT" else ON_DEMAND_PRIORITY)
-        # node group names are gpu-<pool>-<digits> (a name prefix), the ASG eks-<node group>-<uuid>
-        priorities.setdefault(priority, []).append(f"^eks-gpu-{re.escape(pool.name)}-[0-9]+-")
+        # The node group is named gpu-<pool>- plus terraform-plugin-sdk's PrefixedUniqueId suffix
+        # (18 timestamp digits and an 8-hex-digit counter, helper/id/id.go); its ASG is
+        # eks-<node group>-<uuid>. An unmatched group is dropped by the expander when another matches.
+        priorities.setdefault(priority, []).append(
+            f"^eks-gpu-{re.escape(pool.name)}-[0-9]{{18}}[0-9a-f]{{8}}-"
+        )
     return priorities
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
@@ -292,14 +293,18 @@ class GpuPoolConfig(NodeGroupConfig):
         return self.sharing.time_slicing.replicas if self.sharing else 1
 
 
+# A pool name becomes a label value, a Pulumi resource name and the node group name prefix
+# gpu-<pool>-: EKS takes letters, digits, '-' and '_' in node group names, and the AWS
+# provider caps a name prefix at 37 characters (63 minus its 26-character unique suffix).
+_POOL_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_-]{0,30}[A-Za-z0-9])?")
+
+
 def _pool_name(value: Any) -> str:
-    try:
-        GpuPool(name=value, gpus_per_node=1)
-    except PlacementError:
+    if not isinstance(value, str) or not _POOL_NAME.fullmatch(value):
         raise ValueError(
-            f"pool name {value!r} must be a valid label value: 1-63 letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit"
-        ) from None
+            f"pool name {value!r} must be 1-32 letters, digits, '-' or '_', starting and ending with a "
+            "letter or digit (it becomes a node label value and part of the EKS node group's name)"
+        )
     return value
 
 

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from infra.platform.autoscaler import IMAGE_TAGS, POD_IDENTITY_TRUST_POLICY, iam_policy, node_template
+from infra.platform.autoscaler import (
+    IMAGE_TAGS,
+    POD_IDENTITY_TRUST_POLICY,
+    expander_priorities,
+    iam_policy,
+    node_template,
+)
 from infra.platform.config import SUPPORTED_KUBERNETES_VERSIONS, ConfigError, load
 from infra.platform.node_pools import ACCELERATOR_LABEL, asg_tags, node_group_tags
 from infra.tooling.offline import Run, run_project
@@ -143,9 +149,21 @@ def test_release_discovers_gpu_pools_only_and_prefers_spot(dev: Run) -> None:
     }
     # Spot training first; the on-demand pool is the fallback when spot is backed off.
     assert values["expanderPriorities"] == {
-        "50": ["^eks-gpu-training-[0-9]+-"],
-        "10": ["^eks-gpu-inference-[0-9]+-"],
+        "50": ["^eks-gpu-training-[0-9]{18}[0-9a-f]{8}-"],
+        "10": ["^eks-gpu-inference-[0-9]{18}[0-9a-f]{8}-"],
     }
+
+
+def test_the_priorities_match_the_asg_names_eks_gives_the_pools() -> None:
+    """ASG eks-<node group>-<uuid>; node group gpu-<pool>- + PrefixedUniqueId (counter in hex)."""
+    import re
+
+    priorities = expander_priorities(CONTRACT.pools)
+    uuid = "a2c8f1e4-58b1-1d2e-7f3a-0c9d8e7f6a5b"
+    training = f"eks-gpu-training-2026120210153012340000000a-{uuid}"
+    inference = f"eks-gpu-inference-2026120210153012340000001f-{uuid}"
+    assert re.match(priorities["50"][0], training) and not re.match(priorities["50"][0], inference)
+    assert re.match(priorities["10"][0], inference) and not re.match(priorities["10"][0], training)
 
 
 def test_every_supported_kubernetes_version_has_a_matching_image() -> None:

@@ -176,7 +176,12 @@ BAD = [
     # Pools (issue 12).
     ({"gpuNodes": {"instanceTypes": ["g5g.xlarge"]}}, "gpuNodes was replaced by gpuPools"),
     ({"gpuPools": {}}, "gpuPools is empty"),
-    ({"gpuPools": {"Inference Pool": {}}}, "pool name 'Inference Pool' must be a valid label value"),
+    (
+        {"gpuPools": {"Inference Pool": {}}},
+        "pool name 'Inference Pool' must be 1-32 letters, digits, '-' or '_'",
+    ),
+    ({"gpuPools": {"a.b": {}}}, "pool name 'a.b' must be 1-32"),  # EKS node group names take no '.'
+    ({"gpuPools": {"p" * 33: {}}}, "must be 1-32"),  # gpu-<pool>- is capped at 37 characters
     (
         {"gpuPools": {"gpu": {"sharing": {"timeSlicing": {"replicas": 1}}}}},
         "replicas must be a whole number from 2 to 16, got 1",
