@@ -3,7 +3,7 @@
 ``GpuDeployment`` accepts what ``kubernetes.apps.v1.Deployment`` accepts. To merge
 the contract into it, the spec has to be read in one form: the camelCase dicts
 the provider sends to Kubernetes. The naming rules are the Pulumi SDK's own
-(``pulumi._types``, the same tables its serializer uses), so user map keys
+(``pulumi._types`` through ``infra.workloads.sdk``, the same tables its serializer uses), so user map keys
 (labels, nodeSelector) are never renamed, exactly as in ``pulumi up``.
 """
 
@@ -15,7 +15,7 @@ from collections import abc
 from typing import Any
 
 import pulumi
-from pulumi import _types
+from infra.workloads import sdk as _types  # the SDK internals, checked in one place
 
 
 def _element_type(typ: Any) -> Any:
