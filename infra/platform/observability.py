@@ -47,6 +47,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from infra.platform.addons import ADDON_VERSIONS
 from infra.platform.gpu_metrics import AlarmSettings, PoolView, alarms, dashboard_body
 from infra.workloads.placement import Placement
 
@@ -56,16 +57,10 @@ CLOUDWATCH_NAMESPACE = "amazon-cloudwatch"
 CLOUDWATCH_SERVICE_ACCOUNT = "cloudwatch-agent"
 CLOUDWATCH_POLICY_ARN = "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
 
-# Add-on versions per Kubernetes minor. NOT verified against the EKS API (no account
-# here): v6.4.0-eksbuild.1 is what chart 6.4.0 (2026-08-06) suggests, v1.7.0-eksbuild.1
-# is the node agent chart 1.7.0's image tag. Before `pulumi up`, check and correct with
-#   aws eks describe-addon-versions --addon-name amazon-cloudwatch-observability \
-#     --kubernetes-version 1.35 --query 'addons[].addonVersions[].addonVersion'
-# (and --addon-name eks-node-monitoring-agent); CreateAddon refuses an unknown version.
-ADDON_VERSIONS: Mapping[str, Mapping[str, str]] = {
-    "1.35": {CLOUDWATCH_ADDON: "v6.4.0-eksbuild.1", NODE_MONITORING_ADDON: "v1.7.0-eksbuild.1"},
-    "1.36": {CLOUDWATCH_ADDON: "v6.4.0-eksbuild.1", NODE_MONITORING_ADDON: "v1.7.0-eksbuild.1"},
-}
+# Pinned per Kubernetes minor in infra.platform.addons (one table for every add-on), NOT verified
+# against the EKS API from here: v6.4.0-eksbuild.1 is what chart 6.4.0 (2026-08-06) suggests,
+# v1.7.0-eksbuild.1 the node agent chart 1.7.0's image tag. bin/check-addon-versions asks AWS
+# (aws eks describe-addon-versions --addon-name amazon-cloudwatch-observability --kubernetes-version 1.35).
 
 POD_IDENTITY_TRUST_POLICY: dict[str, Any] = {
     "Version": "2012-10-17",
@@ -103,7 +98,7 @@ def addon_version(addon: str, kubernetes_version: str) -> str:
     except KeyError:
         raise ObservabilityError(
             f"kubernetesVersion {kubernetes_version!r}: no pinned {addon} add-on version; "
-            f"allowed: {', '.join(ADDON_VERSIONS)} (add a row to infra/platform/observability.py ADDON_VERSIONS)"
+            f"allowed: {', '.join(ADDON_VERSIONS)} (add a row to infra/platform/addons.py ADDON_VERSIONS)"
         ) from None
 
 
