@@ -15,6 +15,7 @@ from collections import abc
 from typing import Any
 
 import pulumi
+
 from infra.workloads import sdk as _types  # the SDK internals, checked in one place
 
 
