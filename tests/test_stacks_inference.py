@@ -16,10 +16,22 @@ def test_inference_pods_land_on_gpu_nodes_only() -> None:
     result = run_project(PROJECT, "dev")
     deployment = result.one("kubernetes:apps/v1:Deployment", "triton")
     pod = deployment.inputs["spec"]["template"]["spec"]
-    nodes = [gpu_node(), system_node()]
-    assert placeable_on(pod, nodes) == ["gpu"]
+    nodes = [
+        gpu_node("inference", **{"eks-gpu/pool": "inference"}),
+        gpu_node("training", **{"eks-gpu/pool": "training"}),
+        system_node(),
+    ]
+    assert placeable_on(pod, nodes) == ["inference"]
     assert deployment.inputs["spec"]["replicas"] == 2
     assert pod["securityContext"]["runAsUser"] == 10001  # the user's value kept beside the defaults
+
+
+def test_the_pool_is_picked_through_the_platforms_exported_contract_only() -> None:
+    """The stack names a pool; the pool label and the GPU limit come from the platform's placement output."""
+    result = run_project(PROJECT, "dev")
+    pod = result.one("kubernetes:apps/v1:Deployment", "triton").inputs["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"GPU": "true", "eks-gpu/pool": "inference"}
+    assert "eks-gpu/pool" not in (PROJECT / "__main__.py").read_text()  # no label name copied
 
 
 def test_everything_goes_through_the_platforms_cluster_provider() -> None:

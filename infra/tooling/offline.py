@@ -34,14 +34,34 @@ def _arn(service: str, kind: str, name: str) -> str:
 REMOTE_COMPONENTS = frozenset({"awsx:ec2:Vpc", "eks:index:Cluster"})
 
 
+PLATFORM_ROOT = Path(__file__).resolve().parents[2]
+
+
 def platform_outputs(stack: str) -> dict[str, Any]:
-    """What a platform stack exports (see ``infra.platform.gpu_platform``), as a consumer reads it back."""
+    """What a platform stack exports (see ``__main__.py``), as a consumer reads it back.
+
+    ``stack`` is the StackReference name (``org/project/stack``); when it names this
+    repository's platform project and that stack file exists, the contract is the one
+    its config really exports (pools included), so a consumer's preview sees what
+    ``pulumi up`` of the platform would give it.
+    """
     from infra.workloads.placement import DEFAULT_PLACEMENT
 
-    return {
-        "kubeconfig": computed(stack, "kubeconfig"),
-        "placement": DEFAULT_PLACEMENT.to_dict(),
-    }
+    placement = DEFAULT_PLACEMENT.to_dict()
+    project, _, stack_name = stack.rpartition("/")
+    project = project.rpartition("/")[2]
+    if (PLATFORM_ROOT / f"Pulumi.{stack_name}.yaml").is_file():
+        root_project, config = load_project(PLATFORM_ROOT, stack_name)
+        if project == root_project:
+            from infra.platform.config import load
+
+            prefix = f"{root_project}:"
+            raw = {k.removeprefix(prefix): v for k, v in config.items() if k.startswith(prefix)}
+            settings = load(
+                raw, region=config.get("aws:region"), default_cluster_name=f"{root_project}-{stack_name}"
+            )
+            placement = settings.contract.to_dict()
+    return {"kubeconfig": computed(stack, "kubeconfig"), "placement": placement}
 
 
 # Outputs the cloud adds to a resource beyond its inputs, by type token: what the

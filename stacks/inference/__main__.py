@@ -12,6 +12,8 @@ platform = pulumi.StackReference(config.require("platformStack"))
 image = config.require("image")
 replicas = config.get_int("replicas") or 1
 namespace = config.get("namespace") or "inference"
+# A pool the platform exports (its `placement` output lists them); unset: any GPU pool.
+pool = config.get("pool")
 
 # Talk to the platform's cluster with the kubeconfig it exports (a secret).
 provider = k8s.Provider("platform", kubeconfig=platform.require_output("kubeconfig"))
@@ -72,6 +74,7 @@ server = GpuDeployment(
             },
         },
         gpus=1,
+        pool=pool,
         # The contract as the platform exported it, so a platform with other names just works.
         placement=platform.require_output("placement"),
     ),
