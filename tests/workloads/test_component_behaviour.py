@@ -1,0 +1,169 @@
+"""What both GPU components do around the merge: waits long enough for a GPU, PDBs for Output specs,
+args as the component provider hands them over."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pytest
+from pulumi.runtime import mocks as pulumi_mocks
+
+from infra import GpuDeployment, GpuDeploymentArgs, GpuJob, PodSpecError
+from infra.workloads.component import DEPLOYMENT_TIMEOUT, JOB_TIMEOUT
+from tests.conftest import deployment_spec
+
+PDB = "kubernetes:policy/v1:PodDisruptionBudget"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+JOB_SPEC = {"template": {"spec": {"containers": [{"name": "t", "image": "i"}]}}}
+
+
+class _Echo(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        return f"{args.name}_id", args.inputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+        return {}
+
+
+class _TimeoutsMonitor(pulumi_mocks.MockMonitor):
+    """The SDK's mock monitor, keeping the custom timeouts each registration asked for."""
+
+    def __init__(self) -> None:
+        super().__init__(_Echo())
+        self.timeouts: dict[tuple[str, str], tuple[str, str, str]] = {}
+
+    def RegisterResource(self, request: Any) -> Any:
+        t = request.customTimeouts
+        self.timeouts[(request.type, request.name)] = (t.create, t.update, t.delete)
+        return super().RegisterResource(request)
+
+
+def _timeouts(program) -> dict[tuple[str, str], tuple[str, str, str]]:
+    monitor = _TimeoutsMonitor()
+    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(monitor.mocks, preview=False, monitor=monitor)
+
+    @pulumi.runtime.test
+    def _run() -> None:
+        program()
+
+    _run()
+    return monitor.timeouts
+
+
+def test_budgets_are_thirty_minutes_for_a_rollout_and_an_hour_for_a_job() -> None:
+    assert (DEPLOYMENT_TIMEOUT, JOB_TIMEOUT) == ("30m", "60m")
+
+
+def test_children_wait_long_enough_for_a_gpu_node_to_scale_up() -> None:
+    timeouts = _timeouts(
+        lambda: (GpuDeployment("llm", spec=deployment_spec(replicas=2)), GpuJob("train", spec=JOB_SPEC))
+    )
+    assert timeouts[(DEPLOYMENT, "llm")] == ("30m", "30m", "")
+    assert timeouts[("kubernetes:batch/v1:Job", "train")] == ("60m", "60m", "")
+
+
+def test_the_users_custom_timeouts_win_one_by_one() -> None:
+    mine = pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create="2h", delete="5m"))
+    timeouts = _timeouts(
+        lambda: (
+            GpuDeployment("llm", spec=deployment_spec(), opts=mine),
+            GpuJob("train", spec=JOB_SPEC, opts=mine),
+        )
+    )
+    assert timeouts[(DEPLOYMENT, "llm")] == ("2h", "30m", "5m")
+    assert timeouts[("kubernetes:batch/v1:Job", "train")] == ("2h", "60m", "5m")
+
+
+def test_name_and_namespace_resolve_under_mocks_that_echo_inputs() -> None:
+    seen: list[Any] = []
+
+    def program() -> None:
+        auto = GpuDeployment("llm", spec=deployment_spec())
+        named = GpuJob("train", spec=JOB_SPEC, metadata={"name": "train-7", "namespace": "ml"})
+        pulumi.Output.all(auto.name, auto.namespace, named.name, named.namespace).apply(seen.append)
+
+    _timeouts(program)
+    assert seen == [["llm", "default", "train-7", "ml"]]
+
+
+# --- PodDisruptionBudget when replicas are not known yet ---
+
+
+def test_a_spec_that_is_entirely_an_output_still_gets_its_pdb(run) -> None:
+    spec = pulumi.Output.from_input(deployment_spec(replicas=3))
+    result = run(lambda: GpuDeployment("llm", spec=spec))
+    assert result.one(PDB).inputs["spec"] == {
+        "maxUnavailable": 1,
+        "selector": {"matchLabels": {"app": "inference"}},
+    }
+    assert result.one(PDB).inputs["metadata"] == {"namespace": "default"}
+    assert result.one(DEPLOYMENT).inputs["spec"]["template"]["spec"]["nodeSelector"] == {"GPU": "true"}
+
+
+def test_replicas_from_an_output_get_a_pdb_and_one_known_replica_none(run) -> None:
+    unknown = run(
+        lambda: GpuDeployment("a", spec=deployment_spec() | {"replicas": pulumi.Output.from_input(2)})
+    )
+    assert len(unknown.of_type(PDB)) == 1
+    assert run(lambda: GpuDeployment("b", spec=deployment_spec() | {"replicas": 1})).of_type(PDB) == []
+
+
+# --- args as a plain dict (how the component provider hands them over) ---
+
+
+def test_deployment_args_as_a_camel_case_dict_with_float_numbers(run) -> None:
+    args = {
+        "spec": deployment_spec(replicas=2),
+        "gpus": 2.0,
+        "podDisruptionBudget": False,
+        "securityProfile": "none",
+    }
+    result = run(lambda: GpuDeployment("llm", args))
+    pod = result.one(DEPLOYMENT).inputs["spec"]["template"]["spec"]
+    assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 2}
+    assert "securityContext" not in pod
+    assert result.of_type(PDB) == []
+
+
+def test_snake_case_dict_and_dataclass_mean_the_same(run) -> None:
+    as_dict = run(lambda: GpuDeployment("a", {"spec": deployment_spec(), "rolling_update_defaults": False}))
+    as_args = run(
+        lambda: GpuDeployment("a", GpuDeploymentArgs(spec=deployment_spec(), rolling_update_defaults=False))
+    )
+    assert as_dict.one(DEPLOYMENT).inputs == as_args.one(DEPLOYMENT).inputs
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "message"),
+    [
+        (
+            {"spec": deployment_spec(), "replica": 2},
+            TypeError,
+            "unexpected keyword argument 'replica'; allowed: ",
+        ),
+        (
+            {"spec": deployment_spec(), "podDisruptionBudget": True, "pod_disruption_budget": False},
+            TypeError,
+            "given twice",
+        ),
+        ({"gpus": 1}, TypeError, "spec is required"),
+        (
+            {"spec": deployment_spec(), "podDisruptionBudget": "false"},
+            PodSpecError,
+            "pod_disruption_budget must be true or false",
+        ),
+        ({"spec": deployment_spec(), "gpus": 1.5}, PodSpecError, "gpus must be a whole number >= 1"),
+    ],
+)
+def test_bad_dict_args_are_refused_naming_the_setting(run, args: dict, error: type, message: str) -> None:
+    caught = []
+
+    def program() -> None:
+        with pytest.raises(error) as raised:
+            GpuDeployment("bad", args)
+        caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert caught[0].startswith("GpuDeployment('bad'): ") and message in caught[0]
