@@ -49,7 +49,7 @@ def _pytest(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_unit_test_recipe_uses_pulumis_documented_mocks() -> None:
-    assert "return [args.name + '_id', args.inputs]" in RECIPE
+    assert 'return [args.name + "_id", args.inputs]' in RECIPE
     assert "pulumi.runtime.set_mocks(MyMocks())" in RECIPE and "@pulumi.runtime.test" in RECIPE
 
 
