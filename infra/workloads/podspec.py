@@ -11,18 +11,18 @@ resolved spec.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from infra.workloads import security
 from infra.workloads.placement import (
     DEFAULT_PLACEMENT,
     GPU_RESOURCE,
-    POOL_LABEL,
     Placement,
     PlacementError,
     whole_number,
 )
+from infra.workloads.pools import apply_pool, check_affinity
 from infra.workloads.scheduling import match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
 from infra.workloads.wire import WireError, is_args, output_path, to_wire
@@ -115,132 +115,6 @@ def _merge_tolerations(pod: dict[str, Any], placement: Placement) -> None:
     contract = placement.toleration()
     kept = [t for t in list(tolerations or []) if not _same_toleration(t, contract)]
     pod["tolerations"] = [*kept, contract]
-
-
-def _required_terms(pod: Mapping[str, Any]) -> list[Any] | Any:
-    """The required node affinity's terms ([] if none), or UNKNOWN."""
-    affinity = pod.get("affinity")
-    if not known(affinity):
-        return UNKNOWN
-    node = (affinity or {}).get("nodeAffinity") if isinstance(affinity, Mapping) else None
-    if not known(node):
-        return UNKNOWN
-    required = (node or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    if not known(required):
-        return UNKNOWN
-    terms = (required or {}).get("nodeSelectorTerms")
-    return terms if not known(terms) else list(terms or [])
-
-
-def _term_rejects(term: Any, labels: Mapping[str, str]) -> bool:
-    """True if ``term`` fails on every node carrying ``labels`` (judged on those keys only)."""
-    expressions = term.get("matchExpressions") if isinstance(term, Mapping) else UNKNOWN
-    if not known(expressions):
-        return False
-    return any(
-        known(e)
-        and isinstance(e, Mapping)
-        and e.get("key") in labels
-        and all(known(v) for v in [e.get("operator"), *(e.get("values") or [])])
-        and not match_expression(e, labels)
-        for e in expressions or []
-    )
-
-
-def _check_affinity(pod: Mapping[str, Any], label_sets: Sequence[Mapping[str, str]]) -> None:
-    """Refuse required node affinity that no GPU node (of the possible pools) could satisfy."""
-    terms = _required_terms(pod)
-    if not known(terms) or not terms:
-        return
-    for labels in label_sets:
-        if not all(_term_rejects(term, labels) for term in terms):
-            return  # some term may still match a node with these labels
-    shown = " or ".join(", ".join(f"{k}={v!r}" for k, v in labels.items()) for labels in label_sets)
-    raise PodSpecError(
-        f"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution excludes nodes labelled "
-        f"{shown} in every term, so the pod could never land on a GPU node: "
-        "remove the expressions on those labels"
-    )
-
-
-def _require_pools(pod: dict[str, Any], names: list[str]) -> None:
-    """AND ``eks-gpu/pool In names`` into every required affinity term (or make the first term)."""
-    terms = _required_terms(pod)
-    if not known(terms) or any(not known(t) for t in terms):
-        return  # decided on the resolved spec
-    expression = {"key": POOL_LABEL, "operator": "In", "values": names}
-    new_terms = []
-    for term in terms or [{}]:
-        term = dict(term or {})
-        expressions = term.get("matchExpressions")
-        if not known(expressions):
-            return
-        if expression not in (expressions or []):
-            term["matchExpressions"] = [*(expressions or []), expression]
-        new_terms.append(term)
-    affinity = dict(pod.get("affinity") or {})
-    node = dict(affinity.get("nodeAffinity") or {})
-    required = dict(node.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    required["nodeSelectorTerms"] = new_terms
-    node["requiredDuringSchedulingIgnoredDuringExecution"] = required
-    affinity["nodeAffinity"] = node
-    pod["affinity"] = affinity
-
-
-def _apply_pool(
-    pod: dict[str, Any], placement: Placement, pool: str | None, total: Any, placement_known: bool
-) -> list[Mapping[str, str]] | None:
-    """Pin or narrow the pod to pools that can give it ``total`` GPUs; return the possible node labels."""
-    selector = pod.get("nodeSelector")
-    named = selector.get(POOL_LABEL) if known(selector) and isinstance(selector, Mapping) else None
-    if pool is not None:
-        if not isinstance(pool, str):
-            raise PodSpecError(f"pool must be a pool name (a string), got {pool!r}")
-        if known(named) and named is not None and named != pool:
-            raise PodSpecError(
-                f"nodeSelector {POOL_LABEL}={named!r} contradicts pool={pool!r}: remove that entry or the pool argument"
-            )
-        if known(selector) and isinstance(selector, Mapping):
-            pod["nodeSelector"] = {**selector, POOL_LABEL: pool}
-    elif known(named) and named is not None:
-        pool = named  # the user chose a pool by hand: checked like the argument
-    if not placement_known:
-        return None
-    if pool is not None:
-        try:
-            chosen = placement.pool(pool)
-        except PlacementError as error:
-            raise PodSpecError(f"pool: {error}") from None
-        if known(total) and total > chosen.max_gpus_per_pod:
-            raise PodSpecError(
-                f"the pod asks for {total} {GPU_RESOURCE} but no node of pool {pool!r} can give more than "
-                f"{chosen.max_gpus_per_pod}"
-                + (
-                    f": the pool shares each GPU {chosen.time_slicing_replicas} ways and the device plugin "
-                    "refuses requests above 1 (failRequestsGreaterThanOne)"
-                    if chosen.shared
-                    else f" (it has {chosen.gpus_per_node} GPUs per node)"
-                )
-                + "; ask for fewer GPUs or choose another pool"
-            )
-        return [placement.pool_labels(pool)]
-    if not placement.pools:
-        return [placement.node_labels()]
-    if not known(total):
-        return None
-    fitting = [p for p in placement.pools if total <= p.max_gpus_per_pod]
-    if not fitting:
-        limits = ", ".join(
-            f"{p.name}: at most {p.max_gpus_per_pod}" + (" (shared GPUs)" if p.shared else "")
-            for p in placement.pools
-        )
-        raise PodSpecError(
-            f"the pod asks for {total} {GPU_RESOURCE} but no GPU pool can give that many to one pod "
-            f"({limits}); ask for fewer GPUs"
-        )
-    if len(fitting) < len(placement.pools):
-        _require_pools(pod, [p.name for p in fitting])
-    return [placement.pool_labels(p.name) for p in fitting]
 
 
 def _container_gpus(container: dict[str, Any], where: str) -> int | Any | None:
@@ -397,9 +271,9 @@ def _place(
     _merge_node_selector(pod, placement)
     _merge_tolerations(pod, placement)
     total = _apply_gpus(pod, gpus, where)
-    label_sets = _apply_pool(pod, placement, pool, total, placement_known)
+    label_sets = apply_pool(pod, placement, pool, total, placement_known)
     if label_sets is not None:
-        _check_affinity(pod, label_sets)
+        check_affinity(pod, label_sets)
     security.apply_profile(pod, profile)
     security.check_security_contexts(pod, where)
     return pod
