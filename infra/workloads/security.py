@@ -133,6 +133,21 @@ def _container_defaults(profile: str, sc: Any, pod_sc: Mapping[str, Any]) -> dic
     return defaults
 
 
+def _some_user_is_root(pod: Mapping[str, Any]) -> bool:
+    """True if the pod or any container sets runAsUser 0 (or one not known yet)."""
+    pod_sc = pod.get("securityContext")
+    if not known(pod_sc) or (isinstance(pod_sc, Mapping) and pod_sc.get("runAsUser") in (0, UNKNOWN)):
+        return True
+    containers = _containers(pod)
+    if not known(containers):
+        return True
+    for container in containers:
+        sc = container.get("securityContext") if isinstance(container, Mapping) else UNKNOWN
+        if not known(sc) or (isinstance(sc, Mapping) and sc.get("runAsUser") in (0, UNKNOWN)):
+            return True
+    return False
+
+
 def apply_profile(pod: dict[str, Any], profile: str | None) -> str:
     """Fill ``pod`` (Kubernetes form, a copy the caller owns) with the profile's defaults.
 
@@ -146,8 +161,8 @@ def apply_profile(pod: dict[str, Any], profile: str | None) -> str:
         pod.setdefault(key, value)
     pod_defaults = dict(RESTRICTED_POD_SECURITY if profile == "restricted" else BASELINE_POD_SECURITY)
     pod_sc = pod.get("securityContext")
-    if known(pod_sc) and isinstance(pod_sc, Mapping) and pod_sc.get("runAsUser") in (0, UNKNOWN):
-        pod_defaults.pop("runAsNonRoot", None)
+    if _some_user_is_root(pod):
+        pod_defaults.pop("runAsNonRoot", None)  # every container inherits it; one runs as root
     pod["securityContext"] = _merge(pod_defaults, pod_sc)
     pod_sc = pod["securityContext"] if known(pod["securityContext"]) else {}
     for field in ("initContainers", "containers"):

@@ -73,7 +73,9 @@ def test_restricted_on_request_keeps_an_explicit_root_user_startable() -> None:
     pod = {"containers": [{"name": "a"}, {"name": "b", "securityContext": {"runAsUser": 0}}]}
     placed = place_pod_spec(pod, security_profile="restricted")
     assert placed["containers"][0]["securityContext"] == RESTRICTED_CONTAINER
-    # runAsNonRoot beside runAsUser 0 is a pod the kubelet never starts: not added there
+    # runAsNonRoot beside runAsUser 0 is a pod the kubelet never starts: not added there,
+    # nor on the pod, whose value every container would inherit
+    assert placed["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     assert placed["containers"][1]["securityContext"] == {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
