@@ -34,7 +34,7 @@ from typing import Any, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
-from infra.workloads import gpu_deployment
+from infra.workloads import gpu_deployment, gpu_job
 
 PACKAGE = "eks-gpu"
 """The package name: type tokens are ``eks-gpu:index:<Component>``."""
@@ -57,12 +57,41 @@ class GpuDeploymentArgs(TypedDict):
     """GPUs per pod, given to the first container unless a container declares nvidia.com/gpu (default 1)."""
     placement: NotRequired[JsonObject]
     """The placement contract as the platform stack exports it (its `placement` output): {key, value} and, where the platform has them, pools. Default {key: GPU, value: "true"}."""
-    security_defaults: NotRequired[bool]
-    """Fill restricted securityContext defaults the spec leaves out; your values always win (default true)."""
+    pool: NotRequired[str]
+    """Run only on this GPU pool (nodeSelector eks-gpu/pool); it must be one of the pools the placement exports, and the pool must fit the pod's GPUs."""
+    security_profile: NotRequired[str]
+    """securityContext defaults, your values always winning: "baseline" (default; "restricted" when the spec already runs as non-root), "restricted" or "none"."""
     pod_disruption_budget: NotRequired[bool]
-    """Declare a PodDisruptionBudget (maxUnavailable 1) when replicas > 1 (default true)."""
+    """Declare a PodDisruptionBudget (maxUnavailable 1) when replicas > 1 or not known yet (default true)."""
     rolling_update_defaults: NotRequired[bool]
     """Default to maxSurge 0 / maxUnavailable 1, so an update needs no spare GPU node (default true)."""
+    security_defaults: NotRequired[bool]
+    """Deprecated: use securityProfile. false is securityProfile "none"; it may not contradict securityProfile."""
+    check_image_architecture: NotRequired[bool]
+    """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
+
+
+class GpuJobArgs(TypedDict):
+    """Inputs of ``eks-gpu:index:GpuJob``; mirrors ``infra.workloads.GpuJobArgs`` field by field."""
+
+    spec: JsonObject
+    """The Job spec, as for kubernetes:batch/v1:Job (camelCase, as in YAML). The GPU nodeSelector, toleration and nvidia.com/gpu limits are merged in, restartPolicy defaults to Never; every field of yours is kept."""
+    metadata: NotRequired[JsonObject]
+    """The Job's metadata (name, namespace, labels, annotations), as for kubernetes:batch/v1:Job."""
+    gpus: NotRequired[int]
+    """GPUs per pod, given to the first container unless a container declares nvidia.com/gpu (default 1)."""
+    placement: NotRequired[JsonObject]
+    """The placement contract as the platform stack exports it (its `placement` output): {key, value} and, where the platform has them, pools. Default {key: GPU, value: "true"}."""
+    pool: NotRequired[str]
+    """Run only on this GPU pool (nodeSelector eks-gpu/pool); it must be one of the pools the placement exports, and the pool must fit the pod's GPUs."""
+    security_profile: NotRequired[str]
+    """securityContext defaults, your values always winning: "baseline" (default; "restricted" when the spec already runs as non-root), "restricted" or "none"."""
+    wait_for_completion: NotRequired[bool]
+    """Wait in `pulumi up` until the Job completes (default true); false adds the annotation pulumi.com/skipAwait: "true"."""
+    security_defaults: NotRequired[bool]
+    """Deprecated: use securityProfile. false is securityProfile "none"; it may not contradict securityProfile."""
+    check_image_architecture: NotRequired[bool]
+    """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
 
 
 def _whole_numbers(value: Any) -> Any:
@@ -82,6 +111,15 @@ def _whole_numbers(value: Any) -> Any:
     if isinstance(value, list):
         return [_whole_numbers(v) for v in value]
     return value
+
+
+def _args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Every input the engine sent, by its snake_case name, with integral floats as ints.
+
+    Passed on whole, so a setting the user gave can never be dropped here: one the
+    component does not take fails in its args dataclass instead.
+    """
+    return {key: _whole_numbers(value) for key, value in args.items()}
 
 
 class GpuDeployment(pulumi.ComponentResource):
@@ -106,8 +144,9 @@ class GpuDeployment(pulumi.ComponentResource):
         inputs mapped to the snake_case keys above and reads ``name``/``namespace``
         from what it gets back, which the real component has.
         """
-        fields = {key: _whole_numbers(value) for key, value in args.items()}
-        return gpu_deployment.GpuDeployment(resource_name, gpu_deployment.GpuDeploymentArgs(**fields), opts)
+        return gpu_deployment.GpuDeployment(
+            resource_name, gpu_deployment.GpuDeploymentArgs(**_args(args)), opts
+        )
 
     def __init__(
         self,
@@ -118,5 +157,31 @@ class GpuDeployment(pulumi.ComponentResource):
         """Never runs (``__new__`` returns another class); its ``args`` annotation is the analyzer's entry point."""
 
 
-COMPONENTS: list[type[pulumi.ComponentResource]] = [GpuDeployment]
+class GpuJob(pulumi.ComponentResource):
+    """A Kubernetes Job (training, batch inference) whose pods land on the platform's GPU nodes and only there: nodeSelector, toleration and nvidia.com/gpu limits always set."""
+
+    name: pulumi.Output[str]
+    """The Job's name (metadata.name, auto-named from the resource name if not given)."""
+    namespace: pulumi.Output[str]
+    """The Job's namespace."""
+
+    def __new__(
+        cls,
+        resource_name: str,
+        args: GpuJobArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> Any:
+        """Build the real component, ``infra.workloads.GpuJob`` (``eks-gpu:index:GpuJob``), as for GpuDeployment."""
+        return gpu_job.GpuJob(resource_name, gpu_job.GpuJobArgs(**_args(args)), opts)
+
+    def __init__(
+        self,
+        resource_name: str,
+        args: GpuJobArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """Never runs (``__new__`` returns another class); its ``args`` annotation is the analyzer's entry point."""
+
+
+COMPONENTS: list[type[pulumi.ComponentResource]] = [GpuDeployment, GpuJob]
 """What the package serves, in schema order."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import runpy
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,10 @@ from pulumi.provider.server import ProviderServicer
 from pulumi.runtime import proto, rpc
 from pulumi.runtime.sync_await import _sync_await
 
-PROVIDER_DIR = Path(__file__).resolve().parents[2] / "provider"
+from infra.tooling.offline import Run, run_program
+
+ROOT = Path(__file__).resolve().parents[2]
+PROVIDER_DIR = ROOT / "provider"
 
 
 @pytest.fixture(scope="session")
@@ -75,3 +80,98 @@ def resolve(value: Any) -> Any:
     import pulumi
 
     return _sync_await(pulumi.Output.from_input(value).future())
+
+
+def declare(
+    provider: ComponentProvider,
+    type_token: str,
+    name: str,
+    inputs: Mapping[str, Any],
+    dependencies: Mapping[str, list[str]] | None = None,
+) -> tuple[Run, dict[str, Any]]:
+    """Run one Construct on the mock engine; return what it registered and the component's state."""
+    state: dict[str, Any] = {}
+
+    def program() -> None:
+        result = construct(provider, type_token, name, inputs, dependencies)
+        state.update({key: resolve(value) for key, value in result.state.items()})
+
+    return run_program(program), state
+
+
+def dropped(sent: Any, received: Any, path: str = "") -> list[str]:
+    """Where something in ``sent`` is missing from, or changed in, ``received`` (which may hold more).
+
+    The component adds the contract (nodeSelector entries, tolerations after the
+    user's, GPU limits, securityContext defaults) but must keep every value the user
+    passed; numbers compare by value, as the engine turned them into floats.
+    """
+    if isinstance(sent, Mapping):
+        if not isinstance(received, Mapping):
+            return [f"{path or '.'}: sent an object, got {received!r}"]
+        return [
+            problem
+            for key, value in sent.items()
+            for problem in (
+                dropped(value, received[key], f"{path}.{key}")
+                if key in received
+                else [f"{path}.{key}: dropped"]
+            )
+        ]
+    if isinstance(sent, list):
+        if not isinstance(received, list) or len(received) < len(sent):
+            return [f"{path}: sent {sent!r}, got {received!r}"]
+        return [
+            problem for i, item in enumerate(sent) for problem in dropped(item, received[i], f"{path}[{i}]")
+        ]
+    return [] if sent == received else [f"{path}: sent {sent!r}, got {received!r}"]
+
+
+@pytest.fixture
+def amd64_only_image(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """An image whose index lists linux/amd64 only, on a loopback registry (nothing else is contacted).
+
+    ``EKS_GPU_IMAGE_CHECK`` set explicitly is what lets the check ask a loopback
+    registry under the mock engine (``infra.workloads.images``); ``warn`` still
+    refuses an image without linux/arm64.
+    """
+    from infra.workloads import images, oci
+
+    index = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": oci.OCI_INDEX,
+            "manifests": [
+                {
+                    "mediaType": oci.OCI_MANIFEST,
+                    "digest": "sha256:" + "0" * 64,
+                    "size": 1,
+                    "platform": {"architecture": "amd64", "os": "linux"},
+                }
+            ],
+        }
+    ).encode()
+
+    class Registry(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            found = self.path == "/v2/ml/amd64-only/manifests/v1"
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", oci.OCI_INDEX)
+            self.send_header("Content-Length", str(len(index) if found else 0))
+            self.end_headers()
+            if found:
+                self.wfile.write(index)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Registry)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv(images.ENV_VAR, "warn")
+    images.reset_default_checker()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}/ml/amd64-only:v1"
+    finally:
+        images.reset_default_checker()
+        server.shutdown()
+        server.server_close()

@@ -1,4 +1,4 @@
-"""Construct through the package, with inputs exactly as a TypeScript or YAML stack sends them.
+"""GpuDeployment constructed through the package, with inputs exactly as a TypeScript or YAML stack sends them.
 
 Numbers arrive as floats, Kubernetes objects in camelCase, the platform's
 placement as an Output (it depends on the StackReference). Whatever the user
@@ -12,13 +12,17 @@ from typing import Any
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
 
-from infra.tooling.offline import Run, run_program
+from infra.tooling.offline import Run, platform_outputs
+from infra.workloads.placement import POOL_LABEL
 from infra.workloads.scheduling import placeable_on
 from tests.conftest import gpu_node, system_node
-from tests.provider.conftest import construct, resolve
+from tests.provider.conftest import declare, dropped
 
 GPU_DEPLOYMENT = "eks-gpu:index:GpuDeployment"
 STACK_REFERENCE_URN = "urn:pulumi:dev::gpu-inference::pulumi:pulumi:StackReference::platform"
+DEV_PLACEMENT = platform_outputs("organization/eks-gpu-platform/dev")["placement"]
+"""What the dev platform exports as `placement`: pools inference (time-sliced x4) and training (2 GPUs, spot)."""
+ECR_URN = "urn:pulumi:dev::gpu-inference::aws:ecr/repository:Repository::llm"
 OTHER_PLACEMENT = {"key": "example.com/accelerator", "value": "nvidia"}
 
 
@@ -57,14 +61,13 @@ def build(
     inputs: dict[str, Any],
     dependencies: dict[str, list[str]] | None = None,
 ) -> tuple[Run, dict[str, Any]]:
-    """Run one Construct on the mock engine; return what it registered and the component's state."""
-    state: dict[str, Any] = {}
+    """Run one GpuDeployment Construct on the mock engine; return what it registered and the component's state."""
+    return declare(provider, GPU_DEPLOYMENT, "llm", inputs, dependencies)
 
-    def program() -> None:
-        result = construct(provider, GPU_DEPLOYMENT, "llm", inputs, dependencies)
-        state.update({key: resolve(value) for key, value in result.state.items()})
 
-    return run_program(program), state
+def pod_of(run: Run) -> dict[str, Any]:
+    """The pod spec of the Deployment the component declared."""
+    return run.one("kubernetes:apps/v1:Deployment", "llm").inputs["spec"]["template"]["spec"]
 
 
 def test_the_deployment_gets_the_contract_and_keeps_everything_the_user_sent(
@@ -98,6 +101,9 @@ def test_the_deployment_gets_the_contract_and_keeps_everything_the_user_sent(
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert placeable_on(pod, [gpu_node(), system_node()]) == ["gpu"]
     assert state == {"name": "llm", "namespace": "inference"}
+    sent = typescript_inputs()
+    assert dropped(sent["metadata"], deployment.inputs["metadata"]) == []
+    assert dropped(sent["spec"], spec) == []
 
 
 def test_gpus_sent_as_a_float_reach_the_container(provider: ComponentProvider) -> None:
@@ -146,24 +152,91 @@ def test_a_spec_with_outputs_inside_is_placed_when_resolved(provider: ComponentP
     run, _ = build(
         provider,
         typescript_inputs(),
-        dependencies={"spec": ["urn:pulumi:dev::gpu-inference::aws:ecr/repository:Repository::llm"]},
+        dependencies={"spec": [ECR_URN]},
     )
 
-    pod = run.one("kubernetes:apps/v1:Deployment", "llm").inputs["spec"]["template"]["spec"]
-    assert pod["nodeSelector"]["GPU"] == "true"
-    assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
+    spec = run.one("kubernetes:apps/v1:Deployment", "llm").inputs["spec"]
+    assert spec["template"]["spec"]["nodeSelector"]["GPU"] == "true"
+    assert spec["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert dropped(typescript_inputs()["spec"], spec) == []
 
 
 def test_the_opt_outs_are_honoured(provider: ComponentProvider) -> None:
     run, _ = build(
         provider,
-        typescript_inputs(securityDefaults=False, podDisruptionBudget=False, rollingUpdateDefaults=False),
+        typescript_inputs(securityProfile="none", podDisruptionBudget=False, rollingUpdateDefaults=False),
     )
 
     spec = run.one("kubernetes:apps/v1:Deployment", "llm").inputs["spec"]
     assert "strategy" not in spec
     assert "securityContext" not in spec["template"]["spec"]
+    assert spec["template"]["spec"]["containers"][0]["securityContext"] == {"readOnlyRootFilesystem": True}
     assert run.of_type("kubernetes:policy/v1:PodDisruptionBudget") == []
+
+
+def test_the_deprecated_security_defaults_still_opts_out(provider: ComponentProvider) -> None:
+    # Stacks written before securityProfile keep working: false is securityProfile "none".
+    run, _ = build(provider, typescript_inputs(securityDefaults=False))
+
+    assert "securityContext" not in pod_of(run)
+
+
+def test_a_security_profile_that_contradicts_security_defaults_is_refused(
+    provider: ComponentProvider,
+) -> None:
+    with pytest.raises(Exception, match="security_defaults=False contradicts security_profile='restricted'"):
+        build(provider, typescript_inputs(securityProfile="restricted", securityDefaults=False))
+
+
+def test_the_restricted_profile_reaches_the_pod(provider: ComponentProvider) -> None:
+    run, _ = build(provider, typescript_inputs(securityProfile="restricted"))
+
+    pod = pod_of(run)
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    (container,) = pod["containers"]
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True  # the user's value, kept
+
+
+def test_the_default_profile_is_baseline_so_root_images_start(provider: ComponentProvider) -> None:
+    run, _ = build(provider, typescript_inputs())
+
+    pod = pod_of(run)
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert "runAsNonRoot" not in pod["containers"][0]["securityContext"]
+
+
+def test_an_unknown_security_profile_is_refused_naming_the_setting(provider: ComponentProvider) -> None:
+    with pytest.raises(Exception, match="security_profile must be one of"):
+        build(provider, typescript_inputs(securityProfile="strict"))
+
+
+def test_a_pool_of_the_platforms_placement_output_pins_the_pods(provider: ComponentProvider) -> None:
+    # The dev platform exports its pools in `placement`; it arrives as an Output.
+    run, _ = build(
+        provider,
+        typescript_inputs(placement=DEV_PLACEMENT, pool="inference"),
+        dependencies={"placement": [STACK_REFERENCE_URN]},
+    )
+
+    pod = pod_of(run)
+    assert pod["nodeSelector"] == {"kubernetes.io/arch": "arm64", "GPU": "true", POOL_LABEL: "inference"}
+    inference, training = (
+        gpu_node("inference", **{POOL_LABEL: "inference"}),
+        gpu_node("training", **{POOL_LABEL: "training"}),
+    )
+    assert placeable_on(pod, [inference, training, system_node()]) == ["inference"]
+
+
+def test_a_pool_the_platform_does_not_export_is_refused_naming_the_pools(provider: ComponentProvider) -> None:
+    with pytest.raises(Exception, match="pool 'batch' is not one the platform exports"):
+        build(provider, typescript_inputs(placement=DEV_PLACEMENT, pool="batch"))
+
+
+def test_more_gpus_than_a_shared_pool_gives_one_pod_are_refused(provider: ComponentProvider) -> None:
+    # inference is time-sliced: a pod gets at most one (slice of a) GPU there.
+    with pytest.raises(Exception, match=r"asks for 2 nvidia\.com/gpu but no node of pool 'inference'"):
+        build(provider, typescript_inputs(placement=DEV_PLACEMENT, pool="inference", gpus=2.0))
 
 
 def test_replicas_above_one_get_a_disruption_budget(provider: ComponentProvider) -> None:
@@ -173,19 +246,35 @@ def test_replicas_above_one_get_a_disruption_budget(provider: ComponentProvider)
     assert budget.inputs["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "llm"}}}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="infra.workloads.GpuDeployment treats a spec that is one Output as replicas=1 "
-    "(eager_spec is {}), so no PodDisruptionBudget; over the package that is any spec with a dependency",
-)
 def test_a_spec_with_a_dependency_still_gets_its_disruption_budget(provider: ComponentProvider) -> None:
-    run, _ = build(
-        provider,
-        typescript_inputs(),
-        dependencies={"spec": ["urn:pulumi:dev::gpu-inference::aws:ecr/repository:Repository::llm"]},
-    )
+    # Over the package any spec with a dependency is one Output: its replicas are not
+    # known when the component decides, so it declares the budget rather than risk none.
+    run, _ = build(provider, typescript_inputs(), dependencies={"spec": [ECR_URN]})
 
-    assert run.of_type("kubernetes:policy/v1:PodDisruptionBudget") != []
+    budget = run.one("kubernetes:policy/v1:PodDisruptionBudget", "llm")
+    assert budget.inputs["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "llm"}}}
+    assert budget.inputs["metadata"] == {"namespace": "inference"}
+
+
+def test_an_amd64_only_image_is_refused_before_anything_is_declared(
+    provider: ComponentProvider, amd64_only_image: str
+) -> None:
+    inputs = typescript_inputs()
+    inputs["spec"]["template"]["spec"]["containers"][0]["image"] = amd64_only_image
+
+    with pytest.raises(Exception, match="has no linux/arm64 build"):
+        build(provider, inputs)
+
+
+def test_check_image_architecture_false_is_honoured(
+    provider: ComponentProvider, amd64_only_image: str
+) -> None:
+    inputs = typescript_inputs(checkImageArchitecture=False)
+    inputs["spec"]["template"]["spec"]["containers"][0]["image"] = amd64_only_image
+
+    run, _ = build(provider, inputs)
+
+    assert pod_of(run)["containers"][0]["image"] == amd64_only_image
 
 
 def test_a_missing_spec_is_refused_naming_it(provider: ComponentProvider) -> None:

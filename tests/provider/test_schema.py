@@ -6,9 +6,18 @@ import dataclasses
 import sys
 from typing import Any
 
-from infra.workloads import GpuDeploymentArgs
+import pytest
+
+from infra.workloads import GpuDeploymentArgs, GpuJobArgs
 
 OPEN_OBJECT = {"type": "object", "additionalProperties": {"$ref": "pulumi.json#/Any"}}
+PLAIN_BOOLEAN = {"type": "boolean", "plain": True}
+PLAIN_STRING = {"type": "string", "plain": True}
+SERVED = {
+    "eks-gpu:index:GpuDeployment": ("GpuDeploymentArgs", GpuDeploymentArgs),
+    "eks-gpu:index:GpuJob": ("GpuJobArgs", GpuJobArgs),
+}
+"""What the package serves: each type token, the provider's TypedDict and the component's args dataclass."""
 
 
 def _shape(prop: dict[str, Any]) -> dict[str, Any]:
@@ -28,6 +37,10 @@ def test_the_package_is_eks_gpu_at_this_repositorys_version(schema: dict[str, An
     assert schema["dependencies"] == []
 
 
+def test_the_package_serves_gpu_deployment_and_gpu_job(schema: dict[str, Any]) -> None:
+    assert sorted(schema["resources"]) == sorted(SERVED)
+
+
 def test_gpu_deployment_inputs(schema: dict[str, Any]) -> None:
     resource = schema["resources"]["eks-gpu:index:GpuDeployment"]
 
@@ -37,16 +50,49 @@ def test_gpu_deployment_inputs(schema: dict[str, Any]) -> None:
         "metadata": OPEN_OBJECT,
         "gpus": {"type": "integer", "plain": True},
         "placement": OPEN_OBJECT,
-        "securityDefaults": {"type": "boolean", "plain": True},
-        "podDisruptionBudget": {"type": "boolean", "plain": True},
-        "rollingUpdateDefaults": {"type": "boolean", "plain": True},
+        "pool": PLAIN_STRING,
+        "securityProfile": PLAIN_STRING,
+        "podDisruptionBudget": PLAIN_BOOLEAN,
+        "rollingUpdateDefaults": PLAIN_BOOLEAN,
+        "securityDefaults": PLAIN_BOOLEAN,
+        "checkImageArchitecture": PLAIN_BOOLEAN,
     }
     assert resource["requiredInputs"] == ["spec"]
+
+
+def test_gpu_job_inputs(schema: dict[str, Any]) -> None:
+    resource = schema["resources"]["eks-gpu:index:GpuJob"]
+
+    assert resource["isComponent"] is True
+    assert {name: _shape(prop) for name, prop in resource["inputProperties"].items()} == {
+        "spec": OPEN_OBJECT,
+        "metadata": OPEN_OBJECT,
+        "gpus": {"type": "integer", "plain": True},
+        "placement": OPEN_OBJECT,
+        "pool": PLAIN_STRING,
+        "securityProfile": PLAIN_STRING,
+        "waitForCompletion": PLAIN_BOOLEAN,
+        "securityDefaults": PLAIN_BOOLEAN,
+        "checkImageArchitecture": PLAIN_BOOLEAN,
+    }
+    assert resource["requiredInputs"] == ["spec"]
+
+
+@pytest.mark.parametrize("token", sorted(SERVED))
+def test_every_input_and_the_component_are_described(schema: dict[str, Any], token: str) -> None:
+    # The descriptions are what TypeScript/Go users see in their editor: the profiles
+    # and the deprecation are only there, the schema has no enum or deprecation for them.
+    resource = schema["resources"][token]
+
+    assert resource["description"]
     assert all(prop.get("description") for prop in resource["inputProperties"].values())
+    assert "baseline" in resource["inputProperties"]["securityProfile"]["description"]
+    assert resource["inputProperties"]["securityDefaults"]["description"].startswith("Deprecated")
 
 
-def test_gpu_deployment_outputs(schema: dict[str, Any]) -> None:
-    resource = schema["resources"]["eks-gpu:index:GpuDeployment"]
+@pytest.mark.parametrize("token", sorted(SERVED))
+def test_outputs(schema: dict[str, Any], token: str) -> None:
+    resource = schema["resources"][token]
 
     assert {name: _shape(prop) for name, prop in resource["properties"].items()} == {
         "name": {"type": "string"},
@@ -55,13 +101,15 @@ def test_gpu_deployment_outputs(schema: dict[str, Any]) -> None:
     assert resource["required"] == ["name", "namespace"]
 
 
-def test_the_inputs_are_exactly_the_components_arguments(schema: dict[str, Any]) -> None:
+@pytest.mark.parametrize("token", sorted(SERVED))
+def test_the_inputs_are_exactly_the_components_arguments(schema: dict[str, Any], token: str) -> None:
     # A setting the Python component gains must reach other languages too, and the
     # package must not offer one the component would not take.
+    typed_dict, dataclass = SERVED[token]
     components = sys.modules["eks_gpu_components"]
-    served = list(components.GpuDeploymentArgs.__annotations__)
-    taken = [field.name for field in dataclasses.fields(GpuDeploymentArgs)]
+    served = list(getattr(components, typed_dict).__annotations__)
+    taken = [field.name for field in dataclasses.fields(dataclass)]
     assert served == taken, (
-        "infra.workloads.GpuDeploymentArgs changed: make GpuDeploymentArgs in "
-        "provider/eks_gpu_components.py list the same fields, then update test_gpu_deployment_inputs"
+        f"infra.workloads.{dataclass.__name__} changed: make {typed_dict} in "
+        f"provider/eks_gpu_components.py list the same fields, then update the expected inputs here"
     )
