@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -13,19 +17,40 @@ from tests.conftest import KUBERNETES_VERSION
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _placement_tables(out: str) -> list[dict[str, dict[str, str]]]:
+    """Each printed placement table as {workload: {node group: "yes" or "-"}}."""
+    tables = []
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("placement (can the pods be scheduled"):
+            groups = lines[i + 1].split()[1:]
+            table = {}
+            for row in lines[i + 2 :]:
+                if not row.strip():
+                    break
+                cells = row.split()
+                table[" ".join(cells[: -len(groups)])] = dict(zip(groups, cells[-len(groups) :], strict=True))
+            tables.append(table)
+    return tables
+
+
 def test_dev_preview_prints_tree_and_placement_and_writes_valid_manifests(tmp_path: Path, capsys) -> None:
     assert main(["--stack", "dev", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "aws:eks/nodeGroup:NodeGroup  gpu-platform-gpu" in out
     assert "amiType=AL2023_ARM_64_NVIDIA" in out
-    table = [
-        line.split()
-        for line in out.splitlines()
-        if line.startswith("  Deployment/triton") or "(helm)" in line
-    ]
-    assert ["Deployment/triton", "yes", "-"] in table
-    assert ["DaemonSet/nvidia-device-plugin", "(helm)", "yes", "-"] in table
-    assert "(any pod without the toleration)       -                 yes" in out
+    tables = _placement_tables(out)
+    platform = next(t for t in tables if "DaemonSet/nvidia-device-plugin (helm)" in t)
+    inference = next(t for t in tables if "Deployment/triton" in t)
+    system = "gpu-platform-system"
+    for table in (platform, inference):
+        # A pod without the toleration lands on the system group only.
+        assert table["(any pod without the toleration)"] == {
+            g: "yes" if g == system else "-" for g in table["(any pod without the toleration)"]
+        }
+    for gpu_pod in (platform["DaemonSet/nvidia-device-plugin (helm)"], inference["Deployment/triton"]):
+        assert gpu_pod[system] == "-"
+        assert "yes" in gpu_pod.values()
     manifests = sorted((tmp_path / "gpu-inference").glob("*.yaml"))
     assert [p.name for p in manifests] == [
         "deployment-inference-triton.yaml",
@@ -77,3 +102,88 @@ def test_a_broken_config_fails_naming_the_key(tmp_path: Path, capsys) -> None:
 def test_unknown_stack_is_a_clear_error(tmp_path: Path, capsys) -> None:
     assert main(["--stack", "nosuch", "--out", str(tmp_path)]) == 1
     assert "no project has a Pulumi.nosuch.yaml" in capsys.readouterr().err
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The preview as a command, in a fresh process: the only place it forks workers (no threads yet)."""
+    return subprocess.run(
+        [sys.executable, "-m", "infra.tooling.preview", *args], cwd=ROOT, capture_output=True, text=True
+    )
+
+
+def _written(out: Path) -> dict[str, Any]:
+    """Every file the preview wrote, resources.json with its resources in a fixed order.
+
+    The engine registers resources from threads, so their order varies between runs
+    (of either mode); everything else must match byte for byte.
+    """
+    files: dict[str, Any] = {}
+    for path in sorted(out.rglob("*")):
+        if path.name == "resources.json":
+            data = json.loads(path.read_text())
+            data["resources"].sort(key=lambda r: (r["type"], r["name"]))
+            files[str(path.relative_to(out))] = data
+        elif path.is_file():
+            files[str(path.relative_to(out))] = path.read_text()
+    return files
+
+
+def test_workers_print_and_write_what_one_process_does(tmp_path: Path) -> None:
+    one = _cli("--stack", "dev", "--out", str(tmp_path / "one"), "--jobs", "1")
+    two = _cli("--stack", "dev", "--out", str(tmp_path / "two"), "--jobs", "2")
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert one.stderr == two.stderr
+    assert sorted(one.stdout.replace("/one/", "/X/").splitlines()) == sorted(
+        two.stdout.replace("/two/", "/X/").splitlines()
+    )
+    # Project by project in the same order: each report starts where it did.
+    assert [line for line in one.stdout.splitlines() if line.startswith(("== ", "wrote "))] == [
+        line.replace("/two/", "/one/")
+        for line in two.stdout.splitlines()
+        if line.startswith(("== ", "wrote "))
+    ]
+    assert _written(tmp_path / "one") == _written(tmp_path / "two")
+
+
+def test_with_workers_a_failing_project_stops_the_preview_where_it_fails(tmp_path: Path) -> None:
+    broken = tmp_path / "platform"
+    broken.mkdir()
+    (broken / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (broken / "__main__.py").write_text((ROOT / "__main__.py").read_text())
+    (broken / "Pulumi.dev.yaml").write_text(
+        "config:\n  aws:region: us-west-2\n  eks-gpu-platform:kubernetesVersion: '1.20'\n"
+    )
+    fine = _project(tmp_path, "import pulumi\npulumi.export('answer', 42)\n")
+    out = tmp_path / "out"
+    result = _cli(
+        "--stack", "dev", "--out", str(out), "--project", str(broken), "--project", str(fine), "--jobs", "2"
+    )
+    assert result.returncode == 1
+    assert "error: kubernetesVersion must be one of" in result.stderr
+    assert "[2/2]" not in result.stderr  # as without workers: the second project is never reported
+    assert result.stdout == ""
+    assert not out.exists()
+
+
+def test_with_workers_a_program_bug_shows_the_worker_traceback(tmp_path: Path) -> None:
+    bug = _project(tmp_path, "def declare():\n    return {}['missing']\ndeclare()\n")
+    fine = ROOT / "stacks" / "inference"
+    result = _cli(
+        "--stack", "dev", "--out", str(tmp_path / "out"), "--project", str(bug), "--project", str(fine)
+    )
+    assert result.returncode == 1
+    assert "KeyError: 'missing'" in result.stderr
+    assert "in declare" in result.stderr  # the program's own frame, from the worker
+
+
+def test_projects_in_another_language_are_skipped_not_run(tmp_path: Path, monkeypatch, capsys) -> None:
+    from infra.tooling import preview
+
+    for name, runtime in (("py", "python"), ("yml", "yaml"), ("py-options", "{name: python, options: {}}")):
+        project = tmp_path / "stacks" / name
+        project.mkdir(parents=True)
+        (project / "Pulumi.yaml").write_text(f"name: {name}\nruntime: {runtime}\n")
+        (project / "Pulumi.dev.yaml").write_text("config: {}\n")
+    monkeypatch.setattr(preview, "ROOT", tmp_path)
+    assert preview._projects("dev", ()) == [tmp_path / "stacks" / "py", tmp_path / "stacks" / "py-options"]
+    assert "skipping stacks/yml: runtime yaml" in capsys.readouterr().err
