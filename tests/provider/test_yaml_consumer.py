@@ -4,13 +4,12 @@
 every resource's properties against the schema it will be checked against
 (the package's for ``eks-gpu:``, Kubernetes' for ``kubernetes:``), and then its
 GpuDeployment is constructed with the values the engine would send for the
-stack config below (the values of ``stacks/inference/Pulumi.dev.yaml``).
+stack's own ``Pulumi.dev.yaml`` and the placement (with pools) the dev platform exports.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,17 +18,17 @@ from pulumi.provider.experimental.component import ComponentProvider
 
 from infra.tooling.manifests import is_manifest_type, manifest_of, validate_manifest
 from infra.tooling.offline import platform_outputs, run_program
+from infra.workloads.placement import POOL_LABEL
 from infra.workloads.scheduling import placeable_on
 from tests.conftest import KUBERNETES_VERSION, gpu_node, system_node
-from tests.provider.conftest import PROVIDER_DIR, construct
+from tests.provider.conftest import PROVIDER_DIR, ROOT, construct
 
-PROJECT = Path(__file__).resolve().parents[2] / "stacks" / "inference-yaml"
+PROJECT = ROOT / "stacks" / "inference-yaml"
 PROGRAM: dict[str, Any] = yaml.safe_load((PROJECT / "Pulumi.yaml").read_text())
-STACK_CONFIG = {
-    "gpu-inference-yaml:platformStack": "organization/eks-gpu-platform/dev",
-    "gpu-inference-yaml:image": "nvcr.io/nvidia/tritonserver:24.08-py3",
-    "gpu-inference-yaml:replicas": 2,
-}
+STACK = "dev"
+STACK_CONFIG: dict[str, Any] = yaml.safe_load((PROJECT / f"Pulumi.{STACK}.yaml").read_text())["config"]
+"""The stack's committed config: what ``pulumi up`` in stacks/inference-yaml runs with."""
+CONFIG_TYPES = {"string": str, "integer": int, "boolean": bool}
 EXPRESSION = re.compile(r"^\$\{([A-Za-z_][\w-]*)((?:\.\w+|\[\"[^\"]+\"\])*)\}$")
 ACCESS = re.compile(r"\.(\w+)|\[\"([^\"]+)\"\]")
 BUILTIN_PROPERTIES = {"pulumi:pulumi:StackReference": {"name"}, "pulumi:providers:kubernetes": {"kubeconfig"}}
@@ -48,7 +47,10 @@ def _config() -> dict[str, Any]:
     for key, value in STACK_CONFIG.items():
         namespace, _, name = key.partition(":")
         assert namespace == project and name in PROGRAM["config"], f"{key} is not declared in Pulumi.yaml"
-        values[name] = value
+        declared = CONFIG_TYPES[PROGRAM["config"][name]["type"]]
+        # Pulumi YAML reads a config value by its declared type; "2" is an integer too.
+        values[name] = declared(value) if declared is int and isinstance(value, str) else value
+        assert isinstance(values[name], declared), f"{key}: {value!r} is not a {declared.__name__}"
     assert None not in values.values(), f"config without a value: {values}"
     return values
 
@@ -97,10 +99,11 @@ def test_the_program_uses_the_package_served_from_this_repository() -> None:
     assert (PROVIDER_DIR / "PulumiPlugin.yaml").is_file()
 
 
-def test_every_component_matches_the_package_schema(schema: dict[str, Any]) -> None:
-    plain_scope = set(PROGRAM["config"]) | set(PROGRAM.get("variables", {}))
-    components = {name: r for name, r in PROGRAM["resources"].items() if r["type"].startswith("eks-gpu:")}
-    assert components, "the YAML stack declares no eks-gpu component"
+def _schema_problems(program: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """Where the program's eks-gpu components break the package schema (unknown, missing, mistyped inputs)."""
+    plain_scope = set(program.get("config", {})) | set(program.get("variables", {}))
+    components = {name: r for name, r in program["resources"].items() if r["type"].startswith("eks-gpu:")}
+    assert components, "the YAML program declares no eks-gpu component"
     problems = []
     for name, resource in components.items():
         token = _type_token(resource["type"])
@@ -116,7 +119,32 @@ def test_every_component_matches_the_package_schema(schema: dict[str, Any]) -> N
         for key, value in properties.items():
             if key in declared["inputProperties"]:
                 problems += _check(value, declared["inputProperties"][key], f"{name}.{key}", plain_scope)
-    assert problems == []
+    return problems
+
+
+def test_every_component_matches_the_package_schema(schema: dict[str, Any]) -> None:
+    assert _schema_problems(PROGRAM, schema) == []
+
+
+def test_the_readme_yaml_example_matches_the_package_schema(schema: dict[str, Any]) -> None:
+    # Readers copy it: a renamed or dropped input must fail here, not in their `pulumi up`.
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("\n## Use the components from TypeScript, Go or YAML\n")
+    section = readme[start : readme.index("\n## ", start + 1)]
+    (example,) = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
+    program = yaml.safe_load(example)
+
+    assert {r["type"] for r in program["resources"].values()} >= {"eks-gpu:GpuDeployment", "eks-gpu:GpuJob"}
+    assert _schema_problems(program, schema) == []
+
+
+def test_the_stack_config_is_what_the_dev_stack_runs_with() -> None:
+    assert _config() == {
+        "platformStack": "organization/eks-gpu-platform/dev",
+        "image": "nvcr.io/nvidia/tritonserver:24.08-py3",
+        "replicas": 2,
+        "namespace": "inference",
+    }
 
 
 def test_the_placement_comes_from_the_platforms_stack_reference() -> None:
@@ -131,6 +159,7 @@ def _scope(namespace: str) -> dict[str, Any]:
     """What the program's expressions evaluate to: config, variables and resource outputs."""
     config = _config()
     scope: dict[str, Any] = {**config, **PROGRAM.get("variables", {})}
+    # offline.platform_outputs: the placement the platform's stack really exports, pools included.
     scope["platform"] = {"outputs": platform_outputs(config["platformStack"])}
     scope["cluster"] = "provider(cluster)"
     scope["inference"] = {"metadata": {"name": namespace}}
@@ -156,6 +185,14 @@ def test_the_builtin_resources_take_only_their_inputs() -> None:
             assert set(resource["properties"]) <= BUILTIN_PROPERTIES[resource["type"]], name
 
 
+def test_the_pool_is_one_the_platform_exports_and_fits_one_gpu_per_pod() -> None:
+    properties = PROGRAM["resources"]["triton"]["properties"]
+    pools = platform_outputs(_config()["platformStack"])["placement"]["pools"]
+    assert properties["pool"] in pools
+    # A shared (time-sliced) pool gives a pod one slice: the example asks for exactly one.
+    assert pools[properties["pool"]]["timeSlicingReplicas"] > 1 and properties["gpus"] == 1
+
+
 def test_the_yaml_stack_runs_its_pods_on_gpu_nodes_only(provider: ComponentProvider) -> None:
     namespace = _config()["namespace"]
     scope = _scope(namespace)
@@ -177,13 +214,15 @@ def test_the_yaml_stack_runs_its_pods_on_gpu_nodes_only(provider: ComponentProvi
 
     deployment = run.one("kubernetes:apps/v1:Deployment", "triton")
     assert deployment.inputs["metadata"]["namespace"] == namespace
-    assert deployment.inputs["spec"]["replicas"] == 2
+    assert deployment.inputs["spec"]["replicas"] == _config()["replicas"]
     pod = deployment.inputs["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == {"GPU": "true"}
+    assert pod["nodeSelector"] == {"GPU": "true", POOL_LABEL: "inference"}
     assert {"key": "GPU", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in pod["tolerations"]
     assert pod["containers"][0]["resources"]["limits"] == {"cpu": "3", "memory": "6Gi", "nvidia.com/gpu": 1}
     assert pod["securityContext"]["runAsUser"] == 10001
-    assert placeable_on(pod, [gpu_node(), system_node()]) == ["gpu"]
+    nodes = [gpu_node(pool, **{POOL_LABEL: pool}) for pool in ("inference", "training")] + [system_node()]
+    assert placeable_on(pod, nodes) == ["inference"]
+    assert run.of_type("kubernetes:policy/v1:PodDisruptionBudget") != []  # 2 replicas, one GPU pod at a time
     for registration in run.resources:
         if is_manifest_type(registration.type) and registration.custom:
             validate_manifest(
