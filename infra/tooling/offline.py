@@ -37,6 +37,19 @@ REMOTE_COMPONENTS = frozenset({"awsx:ec2:Vpc", "eks:index:Cluster"})
 PLATFORM_ROOT = Path(__file__).resolve().parents[2]
 
 
+def platform_contract(stack: str) -> dict[str, Any] | None:
+    """The placement this repository's platform exports for ``stack`` (pools included), or None."""
+    if not (PLATFORM_ROOT / f"Pulumi.{stack}.yaml").is_file():
+        return None
+    from infra.platform.config import load
+
+    project, config = load_project(PLATFORM_ROOT, stack)
+    prefix = f"{project}:"
+    raw = {k.removeprefix(prefix): v for k, v in config.items() if k.startswith(prefix)}
+    settings = load(raw, region=config.get("aws:region"), default_cluster_name=f"{project}-{stack}")
+    return settings.contract.to_dict()
+
+
 def platform_outputs(stack: str) -> dict[str, Any]:
     """What a platform stack exports (see ``__main__.py``), as a consumer reads it back.
 
@@ -47,21 +60,18 @@ def platform_outputs(stack: str) -> dict[str, Any]:
     """
     from infra.workloads.placement import DEFAULT_PLACEMENT
 
-    placement = DEFAULT_PLACEMENT.to_dict()
-    project, _, stack_name = stack.rpartition("/")
-    project = project.rpartition("/")[2]
-    if (PLATFORM_ROOT / f"Pulumi.{stack_name}.yaml").is_file():
-        root_project, config = load_project(PLATFORM_ROOT, stack_name)
-        if project == root_project:
-            from infra.platform.config import load
-
-            prefix = f"{root_project}:"
-            raw = {k.removeprefix(prefix): v for k, v in config.items() if k.startswith(prefix)}
-            settings = load(
-                raw, region=config.get("aws:region"), default_cluster_name=f"{root_project}-{stack_name}"
-            )
-            placement = settings.contract.to_dict()
-    return {"kubeconfig": computed(stack, "kubeconfig"), "placement": placement}
+    parts = stack.split("/")
+    placement = None
+    if (
+        len(parts) >= 2
+        and (PLATFORM_ROOT / "Pulumi.yaml").is_file()
+        and parts[-2] == load_project_name(PLATFORM_ROOT)
+    ):
+        placement = platform_contract(parts[-1])
+    return {
+        "kubeconfig": computed(stack, "kubeconfig"),
+        "placement": placement or DEFAULT_PLACEMENT.to_dict(),
+    }
 
 
 # Outputs the cloud adds to a resource beyond its inputs, by type token: what the
@@ -289,6 +299,12 @@ def _numbers(value: Any) -> Any:
 
 class ProjectError(ValueError):
     """A Pulumi project or stack file that cannot be read."""
+
+
+def load_project_name(project_dir: str | Path) -> str:
+    import yaml
+
+    return yaml.safe_load((Path(project_dir) / "Pulumi.yaml").read_text())["name"]
 
 
 def load_project(project_dir: str | Path, stack: str) -> tuple[str, dict[str, Any]]:

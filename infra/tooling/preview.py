@@ -48,6 +48,11 @@ from infra.platform import config as platform_config
 from infra.platform.device_plugin import CHART as DEVICE_PLUGIN_CHART
 from infra.platform.device_plugin import rendered_scheduling
 from infra.platform.instance_types import ARM_NVIDIA
+from infra.platform.node_pools import TEMPLATE
+from infra.tooling.agents import landings
+from infra.tooling.agents import table as agent_table
+from infra.tooling.costs import lines as cost_lines
+from infra.tooling.costs import stack_cost
 from infra.tooling.manifests import (
     HELM_RELEASE_TYPE,
     ManifestError,
@@ -56,10 +61,18 @@ from infra.tooling.manifests import (
     preload,
     validate_manifest,
 )
-from infra.tooling.offline import ProjectError, Registration, Run, Secret, load_project, run_project
+from infra.tooling.offline import (
+    ProjectError,
+    Registration,
+    Run,
+    Secret,
+    load_project,
+    platform_contract,
+    run_project,
+)
 from infra.tooling.policy_rules import check as check_policies
-from infra.workloads.placement import GPU_RESOURCE, Placement
-from infra.workloads.scheduling import Node, placeable_on
+from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
+from infra.workloads.scheduling import Node, pods_per_node
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -125,9 +138,14 @@ def _pod_spec(manifest: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def nodes_of(run: Run) -> list[Node]:
-    """One node per node group and instance type, carrying what the group declares."""
+    """One node per node group and instance type, offering what a real one would.
+
+    A pool's ``nvidia.com/gpu`` is what its node group tells the autoscaler
+    (``node-template/resources``: GPUs x time-slicing replicas), else the type's GPUs.
+    """
     nodes = []
     for group in run.of_type(NODE_GROUP):
+        advertised = (group.inputs.get("tags") or {}).get(f"{TEMPLATE}/resources/{GPU_RESOURCE}")
         for instance_type in group.inputs.get("instanceTypes", []):
             gpus = ARM_NVIDIA[instance_type].gpus if instance_type in ARM_NVIDIA else 0
             nodes.append(
@@ -137,10 +155,15 @@ def nodes_of(run: Run) -> list[Node]:
                     eks_taints=group.inputs.get("taints") or [],
                     instance_type=instance_type,
                     arch="arm64",
-                    gpus=gpus,
+                    gpus=int(advertised) if advertised else gpus,
                 )
             )
     return nodes
+
+
+def _column(node: Node) -> str:
+    """A node group's column: its pool's name, else the node group's own."""
+    return node.labels.get(POOL_LABEL) or node.name.split("/")[0]
 
 
 def workloads_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
@@ -205,14 +228,37 @@ def _gpu_inputs(run: Run) -> list[str]:
 
 
 def placement_table(run: Run, nodes: list[Node]) -> list[str]:
-    groups = sorted({n.name.split("/")[0] for n in nodes})
+    """Which pools (node groups) each workload can land on: ``-``, ``yes``, or GPU pods per node."""
+    groups = sorted({_column(n) for n in nodes})
     rows = [["workload", *groups]]
     plain = ("(any pod without the toleration)", {"containers": [{"name": "app"}]})
     for name, pod in [*workloads_of(run), plain]:
-        fits = {n.name.split("/")[0] for n in nodes if n.name in placeable_on(pod, [n])}
-        rows.append([name, *("yes" if g in fits else "-" for g in groups)])
+        cells = []
+        for group in groups:
+            counts = [pods_per_node(pod, n) for n in nodes if _column(n) == group]
+            if all(c == 0 for c in counts):
+                cells.append("-")
+            elif any(c is None for c in counts):
+                cells.append("yes")  # lands there; asks for no GPU, so GPUs set no bound
+            else:
+                cells.append(f"{min(c for c in counts if c)}/node")
+        rows.append([name, *cells])
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+
+
+def spot_notes(run: Run) -> list[str]:
+    """What a SPOT pool means for the workloads on it."""
+    notes = []
+    for group in run.of_type(NODE_GROUP):
+        if group.inputs.get("capacityType") == "SPOT":
+            pool = (group.inputs.get("labels") or {}).get(POOL_LABEL, group.name)
+            notes.append(
+                f"  {pool} is SPOT: a node can be reclaimed with 2 minutes' notice; EKS drains it and its pods "
+                "go back to Pending and reschedule (a PodDisruptionBudget limits drains, not the reclaim). "
+                "With on-demand pools too, the autoscaler tries spot first and falls back to on-demand."
+            )
+    return notes
 
 
 def _jsonable(value: Any) -> Any:
@@ -403,9 +449,17 @@ def project_report(
     blocks.append("\nGPU-relevant inputs:")
     blocks.append("\n".join(_gpu_inputs(run)) or "  (none)")
     if nodes and workloads_of(run):
-        blocks.append("\nplacement (can the pods be scheduled on the node group?):")
+        blocks.append(
+            "\nplacement (can the pods be scheduled on the node group? N/node: GPU pods one node holds):"
+        )
         blocks.append("\n".join(placement_table(run, nodes)))
-    violations = check_policies([(r.type, r.name, r.inputs) for r in run.resources], placement)
+    blocks += spot_notes(run)
+    resources = [(r.type, r.name, r.inputs) for r in run.resources]
+    if run.of_type(NODE_GROUP):
+        blocks.append("\nagents (DaemonSets): on which node groups each lands:")
+        blocks.append("\n".join(agent_table(landings(resources, placement))))
+        blocks.append("\n" + "\n".join(cost_lines(stack_cost(resources))))
+    violations = check_policies(resources, placement)
     blocks.append(
         "\npolicy pack (policy/): "
         + ("no violations" if not violations else f"{len(violations)} violation(s)")
@@ -428,8 +482,7 @@ def preview(stack: str, out: Path, projects: Sequence[str] = (), jobs: int | Non
     version = root_config.get(
         "eks-gpu-platform:kubernetesVersion", platform_config.DEFAULT_KUBERNETES_VERSION
     )
-    raw_placement = root_config.get("eks-gpu-platform:placement")
-    placement = Placement.from_dict(json.loads(raw_placement)) if raw_placement else Placement()
+    placement = Placement.from_dict(platform_contract(stack))  # the contract with its pools
     nodes: list[Node] = []
     count = 0
     mandatory = 0

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _placement_tables(out: str) -> list[dict[str, dict[str, str]]]:
-    """Each printed placement table as {workload: {node group: "yes" or "-"}}."""
+    """Each printed placement table as {workload: {pool or node group: "-", "yes" or "N/node"}}."""
     tables = []
     lines = out.splitlines()
     for i, line in enumerate(lines):
@@ -48,9 +48,20 @@ def test_dev_preview_prints_tree_and_placement_and_writes_valid_manifests(tmp_pa
         assert table["(any pod without the toleration)"] == {
             g: "yes" if g == system else "-" for g in table["(any pod without the toleration)"]
         }
-    for gpu_pod in (platform["DaemonSet/nvidia-device-plugin (helm)"], inference["Deployment/triton"]):
-        assert gpu_pod[system] == "-"
-        assert "yes" in gpu_pod.values()
+    # The device plugin on every pool; Triton (1 GPU, pool inference) on inference only, where a node
+    # time-sliced 4 ways holds 4 of its pods.
+    assert platform["DaemonSet/nvidia-device-plugin (helm)"] == {
+        system: "-",
+        "inference": "yes",
+        "training": "yes",
+    }
+    assert inference["Deployment/triton"] == {system: "-", "inference": "4/node", "training": "-"}
+    assert "training is SPOT: a node can be reclaimed" in out
+    agents = [line.split() for line in out.splitlines() if line.startswith("  dcgm-exporter")]
+    assert agents == [
+        ["dcgm-exporter", "(amazon-cloudwatch-observability)", "gpu-nodes", "yes", "yes", "-", "ok"]
+    ]
+    assert "PARTIAL: no price for t4g.large" in out
     manifests = sorted((tmp_path / "gpu-inference").glob("*.yaml"))
     assert [p.name for p in manifests] == [
         "deployment-inference-triton.yaml",
