@@ -25,6 +25,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from infra.platform.config import AutoscalerConfig
+from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.node_pools import AUTOSCALED_TAG, AUTOSCALED_VALUE, TEMPLATE, asg_tags, discovery_tags
 from infra.workloads.placement import GPU_RESOURCE, GpuPool, Placement
@@ -40,17 +41,6 @@ IMAGE_TAGS = {"1.35": "v1.35.2", "1.36": "v1.36.1"}
 # Priority expander (expander/priority): higher wins; regexes match the ASG name,
 # which for managed groups is eks-<nodegroup name>-<uuid>.
 SPOT_PRIORITY, ON_DEMAND_PRIORITY = 50, 10
-
-POD_IDENTITY_TRUST_POLICY: dict[str, Any] = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "pods.eks.amazonaws.com"},
-            "Action": ["sts:AssumeRole", "sts:TagSession"],
-        }
-    ],
-}
 
 
 def iam_policy(cluster_name: str, region: str, account_id: str) -> dict[str, Any]:

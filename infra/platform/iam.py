@@ -15,6 +15,19 @@ EC2_TRUST_POLICY: dict[str, Any] = {
     ],
 }
 
+# Roles that pods assume through EKS Pod Identity (the autoscaler, the CloudWatch agent):
+# the agent's service principal, with TagSession for the session tags it sets.
+POD_IDENTITY_TRUST_POLICY: dict[str, Any] = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "pods.eks.amazonaws.com"},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+        }
+    ],
+}
+
 # What a managed node needs: join the cluster, pull images (pull-only, not the
 # broader ReadOnly), and run the VPC CNI. Pods get their own AWS access through
 # EKS Pod Identity, never through this role (IMDS hop limit 1 keeps them off it).

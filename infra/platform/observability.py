@@ -49,6 +49,7 @@ import pulumi_aws as aws
 
 from infra.platform.addons import ADDON_VERSIONS
 from infra.platform.gpu_metrics import AlarmSettings, PoolView, alarms, dashboard_body
+from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.workloads.placement import Placement
 
 CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
@@ -61,17 +62,6 @@ CLOUDWATCH_POLICY_ARN = "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
 # against the EKS API from here: v6.4.0-eksbuild.1 is what chart 6.4.0 (2026-08-06) suggests,
 # v1.7.0-eksbuild.1 the node agent chart 1.7.0's image tag. bin/check-addon-versions asks AWS
 # (aws eks describe-addon-versions --addon-name amazon-cloudwatch-observability --kubernetes-version 1.35).
-
-POD_IDENTITY_TRUST_POLICY: dict[str, Any] = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "pods.eks.amazonaws.com"},
-            "Action": ["sts:AssumeRole", "sts:TagSession"],
-        }
-    ],
-}
 
 
 class ObservabilityError(ValueError):

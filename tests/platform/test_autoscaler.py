@@ -9,12 +9,12 @@ import pytest
 
 from infra.platform.autoscaler import (
     IMAGE_TAGS,
-    POD_IDENTITY_TRUST_POLICY,
     expander_priorities,
     iam_policy,
     node_template,
 )
 from infra.platform.config import SUPPORTED_KUBERNETES_VERSIONS, ConfigError, load
+from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.platform.node_pools import ACCELERATOR_LABEL, asg_tags, node_group_tags
 from infra.tooling.offline import Run, run_project
 from infra.workloads.placement import DEFAULT_PLACEMENT, GpuPool, Placement
