@@ -36,7 +36,7 @@ import sys
 import threading
 import traceback
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +71,7 @@ from infra.tooling.offline import (
     run_project,
 )
 from infra.tooling.policy_rules import check as check_policies
+from infra.workloads.images import image_check_status
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
 from infra.workloads.scheduling import Node, pods_per_node
 
@@ -227,10 +228,28 @@ def _gpu_inputs(run: Run) -> list[str]:
     return lines
 
 
+IMAGE_COLUMN = "linux/arm64 image"
+
+
+def _image_status(pod: Mapping[str, Any]) -> str:
+    """What the image check says of the pod's images (offline: not checked)."""
+    images = sorted(
+        {
+            c.get("image")
+            for c in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+            if c.get("image")
+        }
+    )
+    return "; ".join(f"{image_check_status(i)}" for i in images) or "-"
+
+
 def placement_table(run: Run, nodes: list[Node]) -> list[str]:
-    """Which pools (node groups) each workload can land on: ``-``, ``yes``, or GPU pods per node."""
+    """Which pools (node groups) each workload can land on: ``-``, ``yes``, or GPU pods per node.
+
+    The last column is the image architecture check of the workload's images.
+    """
     groups = sorted({_column(n) for n in nodes})
-    rows = [["workload", *groups]]
+    rows = [["workload", *groups, IMAGE_COLUMN]]
     plain = ("(any pod without the toleration)", {"containers": [{"name": "app"}]})
     for name, pod in [*workloads_of(run), plain]:
         cells = []
@@ -242,9 +261,11 @@ def placement_table(run: Run, nodes: list[Node]) -> list[str]:
                 cells.append("yes")  # lands there; asks for no GPU, so GPUs set no bound
             else:
                 cells.append(f"{min(c for c in counts if c)}/node")
-        rows.append([name, *cells])
+        rows.append([name, *cells, _image_status(pod)])
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    return [
+        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
 
 
 def spot_notes(run: Run) -> list[str]:
@@ -453,7 +474,9 @@ def project_report(
             "\nplacement (can the pods be scheduled on the node group? N/node: GPU pods one node holds):"
         )
         blocks.append("\n".join(placement_table(run, nodes)))
-    blocks += spot_notes(run)
+    notes = spot_notes(run)
+    if notes:
+        blocks.append("\n" + "\n".join(notes))
     resources = [(r.type, r.name, r.inputs) for r in run.resources]
     if run.of_type(NODE_GROUP):
         blocks.append("\nagents (DaemonSets): on which node groups each lands:")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,18 +19,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _placement_tables(out: str) -> list[dict[str, dict[str, str]]]:
-    """Each printed placement table as {workload: {pool or node group: "-", "yes" or "N/node"}}."""
+    """Each printed placement table as {workload: {column: cell}}, cut at the header's column starts."""
     tables = []
     lines = out.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("placement (can the pods be scheduled"):
-            groups = lines[i + 1].split()[1:]
+            header = lines[i + 1]
+            starts = [m.start() for m in re.finditer(r"(?<=  )\S", header)]
+            spans = list(zip(starts, [*starts[1:], None], strict=True))
+            names = [header[a:b].strip() for a, b in spans]
             table = {}
             for row in lines[i + 2 :]:
-                if not row.strip():
+                if not row.startswith("  ") or not row[starts[0] : starts[1]].strip():
                     break
-                cells = row.split()
-                table[" ".join(cells[: -len(groups)])] = dict(zip(groups, cells[-len(groups) :], strict=True))
+                cells = [row[a:b].strip() for a, b in spans]
+                table[cells[0]] = dict(zip(names[1:], cells[1:], strict=True))
             tables.append(table)
     return tables
 
@@ -45,17 +49,26 @@ def test_dev_preview_prints_tree_and_placement_and_writes_valid_manifests(tmp_pa
     system = "gpu-platform-system"
     for table in (platform, inference):
         # A pod without the toleration lands on the system group only.
-        assert table["(any pod without the toleration)"] == {
-            g: "yes" if g == system else "-" for g in table["(any pod without the toleration)"]
+        row = table["(any pod without the toleration)"]
+        assert {g: v for g, v in row.items() if g != "linux/arm64 image"} == {
+            g: "yes" if g == system else "-" for g in row if g != "linux/arm64 image"
         }
     # The device plugin on every pool; Triton (1 GPU, pool inference) on inference only, where a node
     # time-sliced 4 ways holds 4 of its pods.
+    image = "linux/arm64 image"
     assert platform["DaemonSet/nvidia-device-plugin (helm)"] == {
         system: "-",
         "inference": "yes",
         "training": "yes",
+        image: "-",
     }
-    assert inference["Deployment/triton"] == {system: "-", "inference": "4/node", "training": "-"}
+    # Offline no registry is asked: the image is shown as not checked, never as fine.
+    assert inference["Deployment/triton"] == {
+        system: "-",
+        "inference": "4/node",
+        "training": "-",
+        image: "not checked (offline)",
+    }
     assert "training is SPOT: a node can be reclaimed" in out
     agents = [line.split() for line in out.splitlines() if line.startswith("  dcgm-exporter")]
     assert agents == [
