@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 import pulumi
 
 from infra.workloads.oci import (
+    ARM64_PLATFORMS,
     EcrCredentials,
     Platforms,
     Reference,
@@ -126,7 +127,7 @@ def _short(platform: str) -> str:
 
 def runs_on_gpu_nodes(platform: str) -> bool:
     """linux/arm64 (variant none or v8): what Graviton2 (g5g) runs."""
-    return platform in ("linux/arm64", "linux/arm64/v8")
+    return platform in ARM64_PLATFORMS
 
 
 # -- mode and engine ----------------------------------------------------------------------------
@@ -208,6 +209,10 @@ class ImageChecker:
         result = self.lookup(ref)
         if isinstance(result, RegistryError):
             return ImageVerdict(container, image, NOT_CHECKED, reason=_reason(result))
+        if not result.platforms:  # nothing known: no ground to refuse on
+            return ImageVerdict(
+                container, image, NOT_CHECKED, reason="unexpected registry answer: no platform"
+            )
         ok = any(runs_on_gpu_nodes(p) for p in result.platforms)
         return ImageVerdict(
             container, image, ARM64 if ok else NO_ARM64, result.platforms, digest=result.digest

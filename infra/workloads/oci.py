@@ -63,6 +63,12 @@ DOCKER_HUB_API = "registry-1.docker.io"
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024  # Distribution's own limit for manifests
 MAX_BLOB_BYTES = 16 * 1024 * 1024  # image configs are KiBs; anything this big is not one
 MAX_REDIRECTS = 5
+MAX_INDEX_DEPTH = 2
+"""Index entries without a platform are followed at most this many levels below the top index."""
+MAX_CHILD_LOOKUPS = 8
+"""Child manifests fetched per image at most: a preview must not walk a 100-entry index."""
+ARM64_PLATFORMS = frozenset({"linux/arm64", "linux/arm64/v8"})
+"""What Graviton2 (g5g) runs: an index entry of one of these settles the question."""
 USER_AGENT = "eks-gpu-infra-image-check/1"
 
 _DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
@@ -232,32 +238,108 @@ class RegistryClient:
     # -- public API -------------------------------------------------------------------------
 
     def platforms(self, ref: Reference) -> Platforms:
-        """The platforms ``ref`` offers: from the index if it is one, else from the config blob."""
+        """The platforms ``ref`` offers: from the index if it is one, else from the config blob.
+
+        An index entry's ``platform`` is OPTIONAL (OCI image-index.md), and an entry
+        may itself be an index: such entries are resolved by fetching the child
+        (at most :data:`MAX_INDEX_DEPTH` levels, :data:`MAX_CHILD_LOOKUPS` fetches),
+        so an image built without platform annotations is judged by its configs
+        rather than refused as ``unknown/unknown``. When a child cannot be resolved
+        and nothing found runs on arm64, the answer is a ``protocol`` error (not
+        checked), never a refusal built on a guess.
+        """
         stop = time.monotonic() + self.deadline
         media_type, body, digest = self.manifest(ref, stop)
         document = _json(body, f"manifest of {ref}")
         if media_type in INDEX_TYPES:
-            found = []
-            for entry in document.get("manifests") or []:
-                platform = (entry or {}).get("platform") or {}
-                text = format_platform(platform)
-                if text and text != "unknown/unknown" and text not in found:  # buildx attestations
-                    found.append(text)
+            found: list[str] = []
+            unresolved: list[RegistryError] = []
+            self._index_platforms(ref, document, stop, 1, [MAX_CHILD_LOOKUPS], found, unresolved)
+            if unresolved and not any(p in ARM64_PLATFORMS for p in found):
+                first = unresolved[0]
+                kind = first.kind if first.kind in ("unreachable", "rate-limited") else "protocol"
+                raise RegistryError(
+                    kind,
+                    f"{ref}: {len(unresolved)} index entr{'y' if len(unresolved) == 1 else 'ies'} "
+                    f"without a platform could not be resolved ({first})"
+                    + (f"; the others offer {', '.join(found)}" if found else ""),
+                )
+            if not found:
+                raise RegistryError("protocol", f"{ref}: the index names no platform")
             return Platforms(tuple(found), "index", digest)
         if media_type in MANIFEST_TYPES:
-            config = document.get("config") or {}
-            config_type, config_digest = config.get("mediaType"), config.get("digest")
-            if config_type not in IMAGE_CONFIG_TYPES:
+            config = self._config_platform(ref, document, stop)
+            if config is None:
+                config_type = (document.get("config") or {}).get("mediaType")
                 raise RegistryError(
                     "protocol", f"{ref} is not a container image (config media type {config_type!r})"
                 )
-            if not isinstance(config_digest, str) or not _DIGEST.match(config_digest):
-                raise RegistryError("protocol", f"{ref}: manifest has no sha256 config digest")
-            blob = _json(self.blob(ref, config_digest, stop), f"config of {ref}")
-            return Platforms((format_platform(blob),), "config", digest)
+            return Platforms((config,), "config", digest)
         if media_type == DOCKER_MANIFEST_V1:
             return Platforms((format_platform({"os": "linux", **document}),), "manifest", digest)
         raise RegistryError("protocol", f"{ref}: unexpected manifest media type {media_type!r}")
+
+    def _index_platforms(
+        self,
+        ref: Reference,
+        index: dict[str, Any],
+        stop: float,
+        depth: int,
+        budget: list[int],
+        found: list[str],
+        unresolved: list[RegistryError],
+    ) -> None:
+        """Add the platforms of ``index``'s entries to ``found``; entries that could not be learned to ``unresolved``."""
+        entries = index.get("manifests")
+        if not isinstance(entries, list):
+            raise RegistryError("protocol", f"{ref}: index has no manifests list")
+        for entry in entries:
+            if not isinstance(entry, dict):
+                raise RegistryError("protocol", f"{ref}: index entry {entry!r} is not an object")
+            platform = entry.get("platform")
+            if isinstance(platform, dict) and platform:
+                text = format_platform(platform)
+                # unknown/unknown is buildx's attestation manifest: not a runnable image.
+                if text != "unknown/unknown" and text not in found:
+                    found.append(text)
+                continue
+            child_digest = entry.get("digest")
+            if not isinstance(child_digest, str) or not _DIGEST.match(child_digest):
+                unresolved.append(RegistryError("protocol", f"entry has no sha256 digest: {child_digest!r}"))
+                continue
+            if depth > MAX_INDEX_DEPTH or budget[0] <= 0:
+                unresolved.append(
+                    RegistryError("protocol", f"{child_digest}: more nesting or entries than are followed")
+                )
+                continue
+            budget[0] -= 1
+            child = Reference(ref.registry, ref.repository, digest=child_digest)
+            try:
+                child_type, child_body, _ = self.manifest(child, stop)
+                child_doc = _json(child_body, f"manifest {child_digest} of {ref}")
+                if child_type in INDEX_TYPES:
+                    self._index_platforms(ref, child_doc, stop, depth + 1, budget, found, unresolved)
+                elif child_type in MANIFEST_TYPES:
+                    text = self._config_platform(child, child_doc, stop)
+                    if text is not None and text != "unknown/unknown" and text not in found:
+                        found.append(text)  # None: an artifact (signature, SBOM), not a platform
+                else:
+                    unresolved.append(
+                        RegistryError("protocol", f"{child_digest}: unexpected media type {child_type!r}")
+                    )
+            except RegistryError as error:
+                unresolved.append(error)
+
+    def _config_platform(self, ref: Reference, manifest: dict[str, Any], stop: float) -> str | None:
+        """The platform in a single manifest's config blob; None when the config is not an image config."""
+        config = manifest.get("config") or {}
+        config_type, config_digest = config.get("mediaType"), config.get("digest")
+        if config_type not in IMAGE_CONFIG_TYPES:
+            return None
+        if not isinstance(config_digest, str) or not _DIGEST.match(config_digest):
+            raise RegistryError("protocol", f"{ref}: manifest has no sha256 config digest")
+        blob = _json(self.blob(ref, config_digest, stop), f"config of {ref}")
+        return format_platform(blob)
 
     def manifest(self, ref: Reference, stop: float | None = None) -> tuple[str, bytes, str]:
         """GET the manifest with every media type accepted; return (media type, body, digest)."""

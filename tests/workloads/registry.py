@@ -317,9 +317,16 @@ class LocalRegistry:
     ) -> str:
         """Push one image per platform, then an index (or Docker manifest list) of them; return its digest."""
         entries = [self.push_image(repository, None, arch, variant, docker) for arch, variant in platforms]
-        index = {"schemaVersion": 2, "mediaType": DOCKER_LIST if docker else OCI_INDEX, "manifests": entries}
-        digest, _ = self.push_manifest(repository, tag, index)
-        return digest
+        return self.push_index_of(repository, tag, entries, docker)["digest"]
+
+    def push_index_of(
+        self, repository: str, tag: str, entries: list[dict[str, Any]], docker: bool = False
+    ) -> dict[str, Any]:
+        """Push an index of ``entries`` exactly as given (e.g. without ``platform``); return its descriptor."""
+        media_type = DOCKER_LIST if docker else OCI_INDEX
+        index = {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}
+        digest, size = self.push_manifest(repository, tag, index)
+        return {"mediaType": media_type, "digest": digest, "size": size}
 
 
 # Repositories the fixtures push to (token registry grants push for these).

@@ -197,6 +197,74 @@ def test_each_image_is_looked_up_once(registries: fixture_registry.Registries, c
     assert (first.status, second.status, second.container) == (NO_ARM64, NO_ARM64, "b")
 
 
+def _without_platform(descriptor: dict[str, Any]) -> dict[str, Any]:
+    """An index entry as some builders write it: ``platform`` is OPTIONAL in the OCI image index."""
+    return {k: v for k, v in descriptor.items() if k != "platform"}
+
+
+def test_index_entries_without_a_platform_are_judged_by_their_config(
+    registries: fixture_registry.Registries, checker: ImageChecker
+) -> None:
+    reg = registries.open
+    arm = reg.push_image("ml/bare-index", None, "arm64")
+    amd = reg.push_image("ml/bare-index", None, "amd64")
+    reg.push_index_of("ml/bare-index", "arm64", [_without_platform(arm)])
+    reg.push_index_of("ml/bare-index", "amd64", [_without_platform(amd)])
+    accepted = checker.check(_image(reg, "ml/bare-index:arm64"))
+    refused = checker.check(_image(reg, "ml/bare-index:amd64"))
+    assert (accepted.status, accepted.platforms) == (ARM64, ("linux/arm64",))
+    assert (refused.status, refused.platforms) == (NO_ARM64, ("linux/amd64",))
+
+
+def test_a_nested_index_is_followed(registries: fixture_registry.Registries, checker: ImageChecker) -> None:
+    reg = registries.open
+    inner = reg.push_index_of(
+        "ml/nested", "inner", [reg.push_image("ml/nested", None, "arm64", "v8")]
+    )  # the inner index names its platforms; the outer one names none
+    amd = reg.push_image("ml/nested", None, "amd64")
+    reg.push_index_of("ml/nested", "v1", [_without_platform(amd), inner])
+    verdict = checker.check(_image(reg, "ml/nested:v1"))
+    assert (verdict.status, verdict.platforms) == (ARM64, ("linux/amd64", "linux/arm64/v8"))
+
+
+def _index(entries: list[dict[str, Any]]) -> bytes:
+    return json.dumps({"schemaVersion": 2, "mediaType": oci.OCI_INDEX, "manifests": entries}).encode()
+
+
+def test_an_entry_that_cannot_be_resolved_makes_the_image_not_checked_never_refused(
+    fake: Any, checker: ImageChecker
+) -> None:
+    missing = {"mediaType": oci.OCI_MANIFEST, "digest": "sha256:" + "1" * 64, "size": 10}
+    amd = {**missing, "digest": "sha256:" + "2" * 64, "platform": {"os": "linux", "architecture": "amd64"}}
+    server = fake(
+        {
+            "/v2/ml/x/manifests/v1": (200, {"Content-Type": oci.OCI_INDEX}, _index([amd, missing])),
+            "/v2/ml/x/manifests/v2": (200, {"Content-Type": oci.OCI_INDEX}, _index([])),
+        }
+    )
+    verdict = checker.check(f"{server.host}/ml/x:v1")  # amd64 known, the other entry 404s
+    assert verdict.status == NOT_CHECKED
+    assert "could not be resolved" in verdict.reason and "linux/amd64" in verdict.reason
+    empty = checker.check(f"{server.host}/ml/x:v2")  # an index naming nothing
+    assert empty.status == NOT_CHECKED and "names no platform" in empty.reason
+
+
+def test_nesting_is_bounded(fake: Any, checker: ImageChecker) -> None:
+    # An index whose only entry is itself, by digest, forever: followed a bounded number of times.
+    routes: dict[str, tuple[int, dict[str, str], bytes]] = {}
+    body = _index([])
+    for _level in range(6):  # each level points at the previous one
+        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        routes[f"/v2/ml/x/manifests/{digest}"] = (200, {"Content-Type": oci.OCI_INDEX}, body)
+        body = _index([{"mediaType": oci.OCI_INDEX, "digest": digest, "size": len(body)}])
+    routes["/v2/ml/x/manifests/v1"] = (200, {"Content-Type": oci.OCI_INDEX}, body)
+    server = fake(routes)
+    verdict = checker.check(f"{server.host}/ml/x:v1")
+    assert verdict.status == NOT_CHECKED and "more nesting" in verdict.reason
+    fetched = [t for t in checker.client.round_trips if t.purpose == "manifest"]
+    assert len(fetched) == 1 + oci.MAX_INDEX_DEPTH
+
+
 # -- what cannot be judged --------------------------------------------------------------------------
 
 
