@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from infra.platform import config_types as t
+from infra.platform.gpu_metrics import MAX_ALARM_SECONDS
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.workloads.placement import POOL_LABEL, GpuPool, Placement, PlacementError
 
@@ -357,6 +358,24 @@ _SNS_TOPIC_ARN = r"arn:aws(-cn|-us-gov)?:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-
 _NAMESPACE = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 
 
+def _alarm_duration(value: Any) -> str:
+    """A positive Go duration of at most a day: CloudWatch's cap on Period x EvaluationPeriods.
+
+    Refused here, naming the key, rather than by PutMetricAlarm in the middle of ``pulumi up``.
+    """
+    value = t.duration(positive=True)(value)
+    seconds = t.go_duration_seconds(value) or 0.0
+    if seconds > MAX_ALARM_SECONDS:
+        raise ValueError(
+            f"must be at most 24h: CloudWatch refuses an alarm whose Period x EvaluationPeriods exceeds "
+            f"{MAX_ALARM_SECONDS} s (one-minute periods here), got {value!r}"
+        )
+    return value
+
+
+_alarm_duration.allowed = "positive Go duration up to `24h` (`90s`, `10m`, `1h30m`)"  # type: ignore[attr-defined]
+
+
 class AlarmsConfig(Section):
     """CloudWatch alarms on the GPU pools."""
 
@@ -365,9 +384,9 @@ class AlarmsConfig(Section):
         BeforeValidator(t.text(_SNS_TOPIC_ARN, "an SNS topic ARN (arn:aws:sns:<region>:<12 digits>:<name>)")),
     ] = None
     """Where alarms notify; unset: the alarms exist but notify nobody."""
-    gpu_pod_pending_for: Annotated[str, BeforeValidator(t.duration(positive=True))] = "10m"
-    """Alarm when pods stay unschedulable this long (a stuck GPU scale-up); rounded up to whole minutes."""
-    node_not_ready_for: Annotated[str, BeforeValidator(t.duration(positive=True))] = "10m"
+    gpu_pod_pending_for: Annotated[str, BeforeValidator(_alarm_duration)] = "10m"
+    """Alarm when pods stay unschedulable this long (a stuck GPU scale-up; 8 of every 10 minutes); rounded up to whole minutes."""
+    node_not_ready_for: Annotated[str, BeforeValidator(_alarm_duration)] = "10m"
     """Alarm when a node stays NotReady this long; rounded up to whole minutes."""
 
 

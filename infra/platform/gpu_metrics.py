@@ -196,7 +196,9 @@ def dashboard_body(
             ("ClusterName", "Namespace", "PodName"),
             cluster,
             _any_of("Namespace", gpu_namespaces),
-            stat="Maximum",
+            # Replicas of a Deployment share a PodName, so the per-minute Maximum of that series is 1
+            # however many of them wait; the Sum counts each replica's datapoint.
+            stat="Sum",
         )
         pending.append(
             _expression(f"SUM({search})", "pending", f"pending pods in {', '.join(gpu_namespaces)}")
@@ -246,65 +248,126 @@ def dashboard_body(
     }
 
 
-def _periods(seconds: float) -> int:
-    return max(1, math.ceil(seconds / PERIOD_SECONDS))
+MAX_ALARM_SECONDS = 86400
+"""CloudWatch refuses an alarm whose Period x EvaluationPeriods exceeds one day (for 60 s periods)."""
+PENDING_BREACHING_SHARE = 0.8
+"""Share of the pending alarm's minutes that must breach: 8 of 10 for the default 10m."""
+
+
+class AlarmError(ValueError):
+    """An alarm threshold CloudWatch would refuse; the message names the setting."""
+
+
+def _periods(seconds: float, setting: str) -> int:
+    """Whole 1-minute periods covering ``seconds``; more than a day is refused naming ``setting``."""
+    periods = max(1, math.ceil(seconds / PERIOD_SECONDS))
+    if periods * PERIOD_SECONDS > MAX_ALARM_SECONDS:
+        raise AlarmError(
+            f"{setting} must be at most 24h (CloudWatch: Period x EvaluationPeriods <= {MAX_ALARM_SECONDS} s "
+            f"with {PERIOD_SECONDS} s periods), got {seconds:g} s"
+        )
+    return periods
+
+
+def _metric(namespace: str, metric: str, stat: str, cluster: str) -> dict[str, Any]:
+    """A MetricStat query (pulumi-aws ``metric_queries[].metric``) of a metric published by ClusterName."""
+    assert ("ClusterName",) in METRICS[metric][1] and METRICS[metric][0] == namespace, metric
+    return {
+        "namespace": namespace,
+        "metric_name": metric,
+        "dimensions": {"ClusterName": cluster},
+        "period": PERIOD_SECONDS,
+        "stat": stat,
+    }
 
 
 def alarms(cluster: str, settings: AlarmSettings) -> dict[str, dict[str, Any]]:
     """PutMetricAlarm arguments (pulumi-aws keywords) by short name.
 
     ``gpu-pod-pending``: ``AWS/EKS scheduler_pending_pods_UNSCHEDULABLE`` above 0 in
-    every minute for the threshold. Chosen over ``pod_status_pending`` because (1) it
-    is the scheduler's own count of pods no node can take, which is exactly a stuck
-    scale-up (kubernetes/autoscaler#8799), while ``pod_status_pending`` also counts
-    pods that have a node and are pulling images; (2) it comes from the control plane,
-    so it still fires when the CloudWatch agent itself is broken; (3) it needs no
-    namespace list. The cost: it counts every unschedulable pod, GPU or not; on this
-    platform the system group is untainted and autoscaled pods are GPU pods, so an
-    unschedulable pod is almost always one waiting for a GPU node.
+    8 of every 10 minutes of the threshold (80%, at least one). Chosen over
+    ``pod_status_pending`` because (1) it is the scheduler's own count of pods no node
+    can take, which is exactly a stuck scale-up (kubernetes/autoscaler#8799), while
+    ``pod_status_pending`` also counts pods that have a node and are pulling images;
+    (2) it comes from the control plane, so it still fires when the CloudWatch agent
+    itself is broken; (3) it needs no namespace list. The cost: it counts every
+    unschedulable pod, GPU or not; on this platform the system group is untainted and
+    autoscaled pods are GPU pods, so an unschedulable pod is almost always one waiting
+    for a GPU node. Why 8 of 10 and not every minute: the scheduler moves parked pods
+    out of the unschedulable queue into backoff/active on cluster events and on its
+    periodic flush, then back after the next failed attempt; a minute that caught the
+    pod outside the queue reads 0, and requiring every minute would let that one
+    minute restart the clock. (Summing UNSCHEDULABLE and BACKOFF would also count pods
+    backing off for other reasons, e.g. a failed bind.)
 
-    ``gpu-node-not-ready``: ``cluster_failed_node_count`` above 0 for the threshold.
-    ``node_status_condition_ready`` has no instance-type or label dimension, so no
-    metric isolates GPU nodes; this counts any node (the system group's too).
+    ``gpu-node-not-ready``: metric math, fires when ``MAX(cluster_failed_node_count) > 0``
+    or ``MIN(node_status_condition_ready) < 1`` (ClusterName level) for the threshold.
+    ``cluster_failed_node_count`` counts only nodes with a pressure condition or
+    NetworkUnavailable (opentelemetry-collector-contrib
+    ``internal/aws/k8s/k8sclient/node.go`` ``failedNodeConditions``), never Ready=False,
+    so Ready comes from ``node_status_condition_ready`` (1 Ready, 0 not), whose minimum
+    over the cluster's nodes drops below 1 while any node is not Ready. ``FILL`` makes a
+    minute where one of the two series is missing count as healthy for that series
+    instead of dropping the minute from the expression. Neither metric has an
+    instance-type or label dimension, so this covers every node, the system group's too.
     """
     actions = [settings.sns_topic_arn] if settings.sns_topic_arn else []
     common = {
         "comparison_operator": "GreaterThanThreshold",
         "threshold": 0,
-        "period": PERIOD_SECONDS,
-        "statistic": "Maximum",
-        "dimensions": {"ClusterName": cluster},
         "treat_missing_data": "notBreaching",
         "actions_enabled": bool(actions),
         "alarm_actions": actions,
         "ok_actions": actions,
     }
-    pending = _periods(settings.gpu_pod_pending_seconds)
-    not_ready = _periods(settings.node_not_ready_seconds)
+    pending = _periods(settings.gpu_pod_pending_seconds, "observability.alarms.gpuPodPendingFor")
+    not_ready = _periods(settings.node_not_ready_seconds, "observability.alarms.nodeNotReadyFor")
     return {
         "gpu-pod-pending": {
             **common,
             "name": f"{cluster}-gpu-pod-pending",
             "alarm_description": (
-                f"Pods unschedulable for {pending} min in {cluster}: a GPU scale-up is stuck or impossible "
-                "(pool at maxSize, no capacity, or a pod no pool fits). kubectl get pods -A "
+                f"Pods unschedulable in {cluster} for most of {pending} min: a GPU scale-up is stuck or "
+                "impossible (pool at maxSize, no capacity, or a pod no pool fits). kubectl get pods -A "
                 "--field-selector=status.phase=Pending; kubectl -n kube-system logs deploy/cluster-autoscaler"
             ),
             "namespace": EKS_NAMESPACE,
             "metric_name": "scheduler_pending_pods_UNSCHEDULABLE",
+            "dimensions": {"ClusterName": cluster},
+            "period": PERIOD_SECONDS,
+            "statistic": "Maximum",
             "evaluation_periods": pending,
-            "datapoints_to_alarm": pending,
+            "datapoints_to_alarm": max(1, math.ceil(pending * PENDING_BREACHING_SHARE)),
         },
         "gpu-node-not-ready": {
             **common,
             "name": f"{cluster}-node-not-ready",
             "alarm_description": (
-                f"A node of {cluster} has not been Ready for {not_ready} min (Container Insights "
+                f"A node of {cluster} has been not Ready, or had a pressure/NetworkUnavailable condition, "
+                f"for {not_ready} min (Container Insights node_status_condition_ready, "
                 "cluster_failed_node_count). EKS node auto-repair replaces GPU nodes after 30 min "
                 "NotReady; kubectl get nodes -L eks-gpu/pool"
             ),
-            "namespace": CONTAINER_INSIGHTS,
-            "metric_name": "cluster_failed_node_count",
+            "metric_queries": [
+                {
+                    "id": "failed",
+                    "label": "nodes with a pressure or NetworkUnavailable condition",
+                    "metric": _metric(CONTAINER_INSIGHTS, "cluster_failed_node_count", "Maximum", cluster),
+                    "return_data": False,
+                },
+                {
+                    "id": "ready",
+                    "label": "lowest node Ready condition (1 Ready, 0 not)",
+                    "metric": _metric(CONTAINER_INSIGHTS, "node_status_condition_ready", "Minimum", cluster),
+                    "return_data": False,
+                },
+                {
+                    "id": "notready",
+                    "label": "a node failed or not Ready (1) or not (0)",
+                    "expression": "(FILL(failed, 0) > 0) OR (FILL(ready, 1) < 1)",
+                    "return_data": True,
+                },
+            ],
             "evaluation_periods": not_ready,
             "datapoints_to_alarm": not_ready,
         },

@@ -20,21 +20,29 @@ Why the configuration values look as they do: the chart's root ``tolerations:
 [{operator: Exists}]`` puts every agent on every tainted node, whatever the taint.
 We replace it with the contract's toleration (``Placement.toleration()``), so the
 agents land on the system group and every GPU pool, and on a node tainted for some
-other purpose only if someone says so. dcgm-exporter keeps the chart's required
-affinity ``node.kubernetes.io/instance-type In [...]`` (it lists g5g.xlarge ..
-g5g.metal, i.e. only GPU instance types) and gets the same toleration; its
-``nodeSelector``/``affinity`` are not among the add-on configuration keys we could
-verify (``tolerations``, ``agent.tolerations``, ``dcgmExporter.enabled``,
-``dcgmExporter.tolerations``, ``containerLogs.enabled``,
-``containerLogs.fluentBit.tolerations``), and a key outside the add-on's schema fails
-CreateAddon. So "GPU nodes only" is proven, not sent: ``infra.tooling.agents``
-evaluates the rendered placement against the declared node groups and fails if
-dcgm-exporter misses a GPU pool (e.g. a new instance type the chart's list lacks)
-or lands on a non-GPU group. Container logs (Fluent Bit) are off by default: they
-ship every container's stdout to CloudWatch Logs, billed per GB ingested, and
-model servers log per request; turn ``containerLogs`` on when you want them.
-``configurationValues`` replaces the add-on's whole configuration on update, so
-it is built complete every time, never patched.
+other purpose only if someone says so. Only two keys are sent: root ``tolerations``
+and ``containerLogs.enabled``. The chart's tolerations helper
+(``templates/_helpers.tpl`` "amazon-cloudwatch-observability.common.tolerations")
+uses a component's own ``tolerations`` only when it is set and falls back to the
+root list otherwise, so the agent, dcgm-exporter and Fluent Bit all get the
+contract's toleration from the root; ``dcgmExporter.enabled`` defaults to true. Every
+key we send is one the add-on's configuration schema must accept (a key outside it
+fails CreateAddon), so fewer keys is less to go wrong; ``bin/check-addon-versions``
+validates the exact JSON against the schema AWS publishes for the pinned version.
+dcgm-exporter keeps the chart's required affinity ``node.kubernetes.io/instance-type
+In [...]`` (it lists g5g.xlarge .. g5g.metal, i.e. only GPU instance types). So "GPU
+nodes only" is proven, not sent: ``infra.tooling.agents`` evaluates the rendered
+placement against the declared node groups and fails if dcgm-exporter misses a GPU
+pool (e.g. a new instance type the chart's list lacks) or lands on a non-GPU group.
+Container logs (Fluent Bit) are off by default: they ship every container's stdout
+to CloudWatch Logs, billed per GB ingested, and model servers log per request; turn
+``containerLogs`` on when you want them. ``configurationValues`` replaces the
+add-on's whole configuration on update, so it is built complete every time, never
+patched.
+
+``python -m infra.platform.observability --print-config 1.35 [--container-logs]``
+prints the configurationValues exactly as declared (contract default placement);
+``--check-config 1.35 --schema FILE`` validates both variants against a JSON schema.
 """
 
 from __future__ import annotations
@@ -96,19 +104,35 @@ def cloudwatch_configuration(placement: Placement, *, container_logs: bool = Fal
     """The add-on's configurationValues: every agent tolerates the contract's taint, and only that.
 
     Root ``tolerations`` replaces the chart's ``[{operator: Exists}]`` for every
-    component that does not set its own; the agent and dcgm-exporter set theirs
-    explicitly so the intent reads here, not in the chart's fallbacks.
+    component that sets none of its own (the agent, dcgm-exporter, Fluent Bit: the
+    chart's helper falls back to the root list), so it is the only toleration key
+    sent; every extra key is one more the add-on's schema could refuse.
     """
-    toleration = [placement.toleration()]
-    values: dict[str, Any] = {
-        "tolerations": toleration,
-        "agent": {"tolerations": toleration},
-        "dcgmExporter": {"enabled": True, "tolerations": toleration},
-        "containerLogs": {"enabled": container_logs},
-    }
-    if container_logs:
-        values["containerLogs"]["fluentBit"] = {"tolerations": toleration}
-    return values
+    return {"tolerations": [placement.toleration()], "containerLogs": {"enabled": container_logs}}
+
+
+def configuration_json(placement: Placement, *, container_logs: bool = False) -> str:
+    """The exact ``configurationValues`` text the add-on is declared with."""
+    return json.dumps(cloudwatch_configuration(placement, container_logs=container_logs), sort_keys=True)
+
+
+def configuration_errors(schema: Mapping[str, Any], configuration: str) -> list[str]:
+    """Why the add-on's configuration schema would refuse ``configuration`` (JSON text); empty if it accepts it.
+
+    Uses the ``jsonschema`` package (installed with kubernetes-validate), with the
+    draft the schema names in ``$schema``.
+    """
+    try:
+        import jsonschema
+    except ImportError as missing:  # pragma: no cover - a dev environment without it
+        raise ObservabilityError(
+            "validating configurationValues needs the jsonschema package (pip install jsonschema)"
+        ) from missing
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return sorted(
+        f"{'.'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
+        for error in validator.iter_errors(json.loads(configuration))
+    )
 
 
 @dataclass
@@ -171,9 +195,7 @@ def observability(
         cluster_name=cluster_name,
         addon_name=CLOUDWATCH_ADDON,
         addon_version=addon_version(CLOUDWATCH_ADDON, kubernetes_version),
-        configuration_values=json.dumps(
-            cloudwatch_configuration(placement, container_logs=settings.container_logs), sort_keys=True
-        ),
+        configuration_values=configuration_json(placement, container_logs=settings.container_logs),
         resolve_conflicts_on_create="OVERWRITE",
         resolve_conflicts_on_update="OVERWRITE",
         pod_identity_associations=[{"role_arn": role.arn, "service_account": CLOUDWATCH_SERVICE_ACCOUNT}],
@@ -219,3 +241,47 @@ def pool_views(pools: Mapping[str, Any]) -> list[PoolView]:
         PoolView(name=name, instance_types=tuple(pool.instance_types), gpus_per_node=pool.gpus_per_node)
         for name, pool in pools.items()
     ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``--print-config K8S [--container-logs]`` or ``--check-config K8S --schema FILE`` (for bin/check-addon-versions)."""
+    import argparse
+    import sys
+
+    from infra.workloads.placement import DEFAULT_PLACEMENT
+
+    parser = argparse.ArgumentParser(prog="python -m infra.platform.observability")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument(
+        "--print-config", metavar="K8S", help="print the CloudWatch add-on's configurationValues"
+    )
+    mode.add_argument("--check-config", metavar="K8S", help="validate both variants against --schema")
+    parser.add_argument("--container-logs", action="store_true", help="the variant with containerLogs on")
+    parser.add_argument("--schema", help="the add-on's configurationSchema (describe-addon-configuration)")
+    args = parser.parse_args(argv)
+    kubernetes_version = args.print_config or args.check_config
+    try:
+        addon_version(CLOUDWATCH_ADDON, kubernetes_version)  # same refusal as the stack for an unpinned minor
+    except ObservabilityError as error:
+        print(error, file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(configuration_json(DEFAULT_PLACEMENT, container_logs=args.container_logs))
+        return 0
+    if not args.schema:
+        parser.error("--check-config needs --schema FILE")
+    with open(args.schema, encoding="utf-8") as handle:
+        schema = json.load(handle)
+    status = 0
+    for logs in (False, True):
+        sent = configuration_json(DEFAULT_PLACEMENT, container_logs=logs)
+        errors = configuration_errors(schema, sent)
+        print(f"{'REFUSED' if errors else 'ok':8} configurationValues {sent}")
+        for error in errors:
+            print(f"         {error}")
+        status |= bool(errors)
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

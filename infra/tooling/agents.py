@@ -12,8 +12,17 @@ with the group's labels and taints); the agents come from
   :mod:`infra.tooling.chart_models`),
 - the EKS-managed DaemonSets (``aws-node``, ``kube-proxy``, ``eks-pod-identity-agent``).
 
-A Helm release of any other chart, or configuration values that are not known yet,
-give an agent whose placement is **unknown**: reported as such, never as fine.
+A Helm release of any other chart, a chart or add-on version whose defaults were
+not read (``chart_models.MODELLED_VERSIONS``), or configuration values that are not
+known yet, give an agent whose placement is **unknown**: reported as such, never as
+fine.
+
+Not known yet: in a CrossGuard stack policy the properties are resource *outputs*
+with unknowns kept, and an add-on's ``configurationValues`` is computed (unknown
+during a create that does not set it). The pack turns every unknown into ``None``;
+here a property that is present but ``None`` means "not known yet", while an absent
+one means "not set" (chart defaults). ``configurationValues`` is read only for the
+add-ons whose configuration is modelled, so an unknown one elsewhere changes nothing.
 
 Rules: an agent meant for GPU nodes must land on every GPU pool and on no other
 group (the device plugin on a system node would crash-loop; a pool without it has
@@ -46,8 +55,9 @@ NO_DAEMONSET_CHARTS = frozenset({"cluster-autoscaler"})
 
 GPU, ALL, NONE = "gpu-nodes", "all-nodes", "none"
 # The add-ons infra.platform.observability declares (named here so the policy pack need not import pulumi_aws).
-CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
-NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
+CLOUDWATCH_ADDON = chart_models.CLOUDWATCH_ADDON
+NODE_MONITORING_ADDON = chart_models.NODE_MONITORING_ADDON
+NOT_KNOWN_YET = "configurationValues not known yet"
 
 
 @dataclass(frozen=True)
@@ -136,10 +146,11 @@ def contract_groups(placement: Placement) -> list[Group]:
     return [Group("gpu (contract)", True, gpu), Group("system", False, system)]
 
 
-def _json(value: Any) -> Mapping[str, Any] | None:
-    """Parsed configurationValues; None when not a known JSON object (e.g. an unresolved Output)."""
-    if value in (None, ""):
+def _json(props: Mapping[str, Any], key: str = "configurationValues") -> Mapping[str, Any] | None:
+    """Parsed configurationValues; ``{}`` when not set; None when not known (unknown, or not a JSON object)."""
+    if key not in props or props[key] == "":
         return {}
+    value = props[key]
     if isinstance(value, Mapping):
         return value
     try:
@@ -147,6 +158,48 @@ def _json(value: Any) -> Mapping[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return parsed if isinstance(parsed, Mapping) else None
+
+
+SCHEDULING_FIELDS = ("nodeSelector", "affinity", "tolerations")
+
+
+def _contains_none(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, Mapping):
+        return any(_contains_none(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_contains_none(v) for v in value)
+    return False
+
+
+def _unknown_scheduling(pod: Mapping[str, Any]) -> bool:
+    """A scheduling field that is present but holds None somewhere: an unknown the policy pack turned into None.
+
+    Kubernetes has no null in these fields (and Pulumi drops None inputs), so None
+    here means "not known yet", not "not set". Containers count for their GPU requests.
+    """
+    if any(key in pod and _contains_none(pod[key]) for key in SCHEDULING_FIELDS):
+        return True
+    for key in ("containers", "initContainers"):
+        if key not in pod:
+            continue
+        containers = pod[key]
+        if not isinstance(containers, (list, tuple)):
+            return True
+        for container in containers:
+            if not isinstance(container, Mapping) or any(
+                field in container and _contains_none(container[field])
+                for field in ("resources", "restartPolicy")
+            ):
+                return True
+    return False
+
+
+def _unmodelled(name: str, version: Any) -> str:
+    known = ", ".join(f"{v}*" if v.endswith("-") else v for v in chart_models.MODELLED_VERSIONS[name])
+    shown = "not known yet" if version is None else repr(version)
+    return f"{name} version {shown} is not one the chart model was read from ({known})"
 
 
 def _selects_gpu_nodes(pod: Mapping[str, Any], placement: Placement) -> bool:
@@ -192,6 +245,43 @@ def daemonset_intent(props: Mapping[str, Any], pod: Mapping[str, Any], placement
     return ALL
 
 
+def _modelled_addon_agents(addon: str, props: Mapping[str, Any], resource: str) -> list[Agent]:
+    """The DaemonSets of the CloudWatch or node monitoring add-on, or one unknown agent if they cannot be known."""
+    version = props.get("addonVersion")
+    source = f"add-on {addon} {version or ''}".strip()
+    if not chart_models.modelled(addon, version):
+        return [Agent(source, ALL, _unmodelled(addon, version), None, resource)]
+    # Read only here, for the add-ons whose configuration is modelled: configurationValues is a
+    # computed output, unknown in a stack policy for every add-on created without it.
+    configuration = _json(props)
+    if configuration is None:
+        return [Agent(source, ALL, NOT_KNOWN_YET, None, resource)]
+    if addon == CLOUDWATCH_ADDON:
+        intents = {"cloudwatch-agent": ALL, "dcgm-exporter": GPU, "fluent-bit": ALL, "neuron-monitor": NONE}
+        return [
+            Agent(f"{ds} ({addon})", intents[ds], "configurationValues + chart 6.4.0 defaults", pod, resource)
+            for ds, pod in chart_models.cloudwatch_pods(configuration).items()
+        ]
+    pods = chart_models.node_monitoring_pods(configuration)
+    return [
+        Agent(
+            f"eks-node-monitoring-agent ({addon})",
+            ALL,
+            "configurationValues + chart 1.7.0 defaults",
+            pods["eks-node-monitoring-agent"],
+            resource,
+        ),
+        Agent(
+            f"dcgm-server ({addon}, amd64 only)",
+            NONE,
+            "chart 1.7.0: arch In [amd64]; DCGM checks are off on arm64, NCCL dmesg checks still run "
+            "(monitors/nvidia/monitor.go)",
+            pods["dcgm-server (node monitoring)"],
+            resource,
+        ),
+    ]
+
+
 def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Agent]:
     """Every DaemonSet the resources install, with where it is meant to run and its scheduling fields."""
     found: list[Agent] = []
@@ -200,7 +290,14 @@ def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement
         resource = f"{typ} {name}"
         if typ == DAEMONSET:
             pod = ((props.get("spec") or {}).get("template") or {}).get("spec") or {}
-            ds = (props.get("metadata") or {}).get("name", name)
+            ds = (props.get("metadata") or {}).get("name") or name
+            if _unknown_scheduling(pod):
+                annotated = ((props.get("metadata") or {}).get("annotations") or {}).get(INTENT_ANNOTATION)
+                intent = annotated if annotated in (GPU, ALL, NONE) else ALL
+                found.append(
+                    Agent(f"DaemonSet/{ds}", intent, "scheduling fields not known yet", None, resource)
+                )
+                continue
             found.append(
                 Agent(
                     f"DaemonSet/{ds}", daemonset_intent(props, pod, placement), "as declared", pod, resource
@@ -208,16 +305,38 @@ def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement
             )
         elif typ == HELM_RELEASE:
             chart = props.get("chart")
+            version = props.get("version")
             if chart == chart_models.DEVICE_PLUGIN_CHART:
-                pod = chart_models.device_plugin_pod(props.get("values") or {})
+                label = f"nvidia-device-plugin (helm {version})"
+                if not chart_models.modelled(chart, version):
+                    found.append(
+                        Agent(label, GPU, _unmodelled(chart, version), None, resource, device_plugin=True)
+                    )
+                    continue
+                values = props.get("values")
+                if "values" in props and not isinstance(values, Mapping):
+                    found.append(
+                        Agent(label, GPU, "Release values not known yet", None, resource, device_plugin=True)
+                    )
+                    continue
+                source = f"Release values through the chart model (chart {chart_models.DEVICE_PLUGIN_VERSION} defaults)"
                 found.append(
                     Agent(
-                        f"nvidia-device-plugin (helm {props.get('version')})",
+                        label,
                         GPU,
-                        "Release values through the chart model (chart 0.20.0 defaults)",
-                        pod,
+                        source,
+                        chart_models.device_plugin_pod(values or {}),
                         resource,
                         device_plugin=True,
+                    )
+                )
+                found.append(
+                    Agent(
+                        f"nvidia-device-plugin-mps-control-daemon (helm {version})",
+                        NONE,
+                        f"{source}: nodeSelector nvidia.com/mps.capable=true, set only where MPS sharing is configured",
+                        chart_models.mps_control_daemon_pod(values or {}),
+                        resource,
                     )
                 )
             elif chart not in NO_DAEMONSET_CHARTS:
@@ -233,51 +352,10 @@ def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement
         elif typ == ADDON:
             addon = props.get("addonName")
             addons.add(addon)
-            configuration = _json(props.get("configurationValues"))
-            source = f"add-on {addon} {props.get('addonVersion', '')}".strip()
-            if addon == CLOUDWATCH_ADDON:
-                if configuration is None:
-                    found.append(Agent(source, ALL, "configurationValues not known yet", None, resource))
-                    continue
-                intents = {
-                    "cloudwatch-agent": ALL,
-                    "dcgm-exporter": GPU,
-                    "fluent-bit": ALL,
-                    "neuron-monitor": NONE,
-                }
-                for ds, pod in chart_models.cloudwatch_pods(configuration).items():
-                    found.append(
-                        Agent(
-                            f"{ds} ({addon})",
-                            intents[ds],
-                            "configurationValues + chart 6.4.0 defaults",
-                            pod,
-                            resource,
-                        )
-                    )
-            elif addon == NODE_MONITORING_ADDON:
-                if configuration is None:
-                    found.append(Agent(source, ALL, "configurationValues not known yet", None, resource))
-                    continue
-                pods = chart_models.node_monitoring_pods(configuration)
-                found.append(
-                    Agent(
-                        f"eks-node-monitoring-agent ({addon})",
-                        ALL,
-                        "configurationValues + chart 1.7.0 defaults",
-                        pods["eks-node-monitoring-agent"],
-                        resource,
-                    )
-                )
-                found.append(
-                    Agent(
-                        f"dcgm-server ({addon}, amd64 only)",
-                        NONE,
-                        "chart 1.7.0: arch In [amd64]; NVIDIA checks are off on arm64 (monitors/nvidia/monitor.go)",
-                        pods["dcgm-server (node monitoring)"],
-                        resource,
-                    )
-                )
+            version = props.get("addonVersion")
+            source = f"add-on {addon} {version or ''}".strip()
+            if addon in (CLOUDWATCH_ADDON, NODE_MONITORING_ADDON):
+                found.extend(_modelled_addon_agents(addon, props, resource))
             elif addon in chart_models.EKS_MANAGED:
                 found.append(
                     Agent(

@@ -191,8 +191,8 @@ EKS_MANAGED: dict[str, tuple[dict[str, Any], str]] = {
             "tolerations": TOLERATE_ALL,
             "affinity": _required(*LINUX_ARM_OR_AMD, NOT_FARGATE),
         },
-        "aws/amazon-vpc-cni-k8s charts/aws-vpc-cni templates/daemonset.yaml: tolerations [{operator: Exists}] "
-        "written into the template; affinity from values.yaml",
+        "aws/amazon-vpc-cni-k8s charts/aws-vpc-cni: tolerations [{operator: Exists}] and affinity from "
+        "values.yaml, rendered by templates/daemonset.yaml through .Values.tolerations / .Values.affinity",
     ),
     "kube-proxy": (
         {
@@ -218,6 +218,30 @@ EKS_MANAGED: dict[str, tuple[dict[str, Any], str]] = {
 # scheduling defaults as infra.platform.device_plugin.CHART_DEFAULTS (a test holds them equal). Kept
 # here so the policy pack, which installs without the platform extra (no pydantic), can model the chart.
 DEVICE_PLUGIN_CHART = "nvidia-device-plugin"
+DEVICE_PLUGIN_VERSION = "0.20.0"
+CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
+NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
+# The chart or add-on versions whose defaults this module was read from: chart versions exactly,
+# EKS add-on versions by prefix (any eksbuild of the same upstream chart). A version outside this
+# table may have moved a default, so its placement is reported unknown until someone re-reads the
+# chart and adds the version here.
+MODELLED_VERSIONS: dict[str, tuple[str, ...]] = {
+    DEVICE_PLUGIN_CHART: (DEVICE_PLUGIN_VERSION,),
+    CLOUDWATCH_ADDON: ("v6.4.0-",),
+    NODE_MONITORING_ADDON: ("v1.7.0-",),
+}
+
+
+def modelled(name: str, version: Any) -> bool:
+    """Is ``version`` of chart or add-on ``name`` one whose defaults this module holds?"""
+    if not isinstance(version, str) or not version:
+        return False
+    return any(
+        version == known or (known.endswith("-") and version.startswith(known))
+        for known in MODELLED_VERSIONS.get(name, ())
+    )
+
+
 DEVICE_PLUGIN_DEFAULTS: dict[str, Any] = {
     "nodeSelector": {},
     "affinity": {
@@ -308,4 +332,24 @@ def device_plugin_pod(values: Mapping[str, Any]) -> dict[str, Any]:
     merged = helm_merge(DEVICE_PLUGIN_DEFAULTS, values)
     pod: dict[str, Any] = {"containers": [{"name": "nvidia-device-plugin-ctr"}]}
     pod.update({key: merged[key] for key in ("nodeSelector", "affinity", "tolerations") if merged.get(key)})
+    return pod
+
+
+MPS_CAPABLE = {"nvidia.com/mps.capable": "true"}
+
+
+def mps_control_daemon_pod(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The chart's MPS control daemon pod (templates/daemonset-mps-control-daemon.yml at v0.20.0).
+
+    Rendered whenever the device plugin is: nodeSelector ``nvidia.com/mps.capable: "true"``
+    written into the template plus the values' nodeSelector, and the values' affinity and
+    tolerations as for the plugin. Only nodes the plugin labels MPS-capable (MPS sharing
+    configured) match, so with whole GPUs or time-slicing it runs nowhere.
+    """
+    merged = helm_merge(DEVICE_PLUGIN_DEFAULTS, values)
+    pod: dict[str, Any] = {
+        "containers": [{"name": "mps-control-daemon-ctr"}],
+        "nodeSelector": {**MPS_CAPABLE, **(merged.get("nodeSelector") or {})},
+    }
+    pod.update({key: merged[key] for key in ("affinity", "tolerations") if merged.get(key)})
     return pod

@@ -19,6 +19,8 @@ from typing import Any
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM, PRICES_SOURCE
 
 HOURS_PER_MONTH = 730
+PRICE_REGION = "us-east-1"
+"""The region of every price in the table (PRICES_SOURCE); EC2 prices differ between regions."""
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PRICES: Mapping[str, float | None] = {
     t.name: t.usd_per_hour for t in (*ARM_NVIDIA.values(), *ARM_SYSTEM.values())
@@ -109,10 +111,21 @@ def _money(per_hour: float | None) -> str:
     return f"${per_hour:,.3f}/h ${per_hour * HOURS_PER_MONTH:,.2f}/month"
 
 
-def lines(report: CostReport) -> list[str]:
-    """The preview's cost section."""
+def region_note(region: str | None = None) -> str:
+    """Whose prices these are: the table's region is rarely the stack's, and EC2 prices differ by region."""
+    if region == PRICE_REGION:
+        return f"  prices are {PRICE_REGION} on-demand rates, the region this stack runs in"
+    where = (
+        f"this stack runs in {region}" if region else "the stack's region may differ (dev runs in us-west-2)"
+    )
+    return f"  prices are {PRICE_REGION} on-demand rates; {where}, where the same instances may cost more or less"
+
+
+def lines(report: CostReport, region: str | None = None) -> list[str]:
+    """The preview's cost section; ``region`` is the stack's, when the caller knows it."""
     out = [
-        f"cost of the node groups ({report.source}; {HOURS_PER_MONTH} h/month; nodes only, no EBS/NAT/EKS fee):"
+        f"cost of the node groups ({report.source}; {HOURS_PER_MONTH} h/month; nodes only, no EBS/NAT/EKS fee):",
+        region_note(region),
     ]
     rows = [["node group", "types", "nodes", "at minimum", "at maximum"]]
     for g in report.groups:

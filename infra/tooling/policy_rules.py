@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.tooling.agents import landings
-from infra.workloads.placement import Placement
+from infra.workloads.placement import DEFAULT_PLACEMENT, Placement, PlacementError
 from infra.workloads.scheduling import gpu_limit, match_expression, tolerates
 
 WORKLOAD_TYPES = {
@@ -186,6 +186,26 @@ def levels(config: Mapping[str, Any] | None = None) -> dict[str, str]:
             raise ValueError(f"policy {name}: level must be one of {', '.join(LEVELS)}, got {level!r}")
         result[name] = level
     return result
+
+
+def placement_from_config(policy: str, config: Mapping[str, Any] | None) -> Placement:
+    """The placement a policy checks against: its pack config's ``placement`` (key/value), else the default.
+
+    CrossGuard hands each policy its own config, so the error names the policy; a
+    contract the platform itself would refuse is refused here too.
+    """
+    raw = (config or {}).get("placement")
+    if raw is None:
+        return DEFAULT_PLACEMENT
+    if not isinstance(raw, Mapping) or set(raw) != {"key", "value"}:
+        raise PlacementError(
+            f"policy pack config {policy}.placement must be an object with exactly key and value "
+            f"(the platform's placement.key and placement.value), got {raw!r}"
+        )
+    try:
+        return Placement(key=raw["key"], value=raw["value"])
+    except PlacementError as error:
+        raise PlacementError(f"policy pack config {policy}: {error}") from None
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import botocore.session
@@ -12,8 +15,10 @@ import pulumi
 import pytest
 from botocore.validate import ParamValidator
 
+from infra.platform.addons import ADDON_VERSIONS
 from infra.platform.gpu_metrics import (
     METRICS,
+    AlarmError,
     AlarmSettings,
     PoolView,
     alarms,
@@ -30,12 +35,16 @@ from infra.platform.observability import (
     ObservabilitySettings,
     addon_version,
     cloudwatch_configuration,
+    configuration_errors,
+    configuration_json,
     observability,
 )
 from infra.tooling.agents import agents_of, groups_of, land
-from infra.tooling.chart_models import DCGM_EXPORTER_INSTANCE_TYPES
+from infra.tooling.chart_models import DCGM_EXPORTER_INSTANCE_TYPES, cloudwatch_pods
 from infra.tooling.offline import Run, run_program
-from infra.workloads.placement import Placement
+from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CLUSTER = "eks-gpu-platform-dev"
 POOLS = [
@@ -66,32 +75,134 @@ def _camel(name: str) -> str:
     return head + "".join(p.title() for p in rest)
 
 
+def _api(key: str) -> str:
+    return _camel(key)[0].upper() + _camel(key)[1:]
+
+
+def _dimensions(value: dict[str, str]) -> list[dict[str, str]]:
+    return [{"Name": k, "Value": v} for k, v in value.items()]
+
+
+def _metric_query(query: dict[str, Any]) -> dict[str, Any]:
+    """A ``metric_queries`` item as the provider sends it in PutMetricAlarm ``Metrics`` (MetricDataQuery)."""
+    request = {_api(k): v for k, v in query.items() if k != "metric"}
+    if "metric" in query:
+        metric = dict(query["metric"])
+        request["MetricStat"] = {
+            "Metric": {
+                "Namespace": metric.pop("namespace"),
+                "MetricName": metric.pop("metric_name"),
+                "Dimensions": _dimensions(metric.pop("dimensions")),
+            },
+            "Period": metric.pop("period"),
+            "Stat": metric.pop("stat"),
+        }
+        assert not metric, metric
+    return request
+
+
 def put_metric_alarm_request(args: dict[str, Any]) -> dict[str, Any]:
     """What the AWS provider sends to PutMetricAlarm for these aws.cloudwatch.MetricAlarm arguments."""
     rename = {"name": "AlarmName", "alarm_description": "AlarmDescription", "ok_actions": "OKActions"}
     request = {}
     for key, value in args.items():
-        api = rename.get(key) or (_camel(key)[0].upper() + _camel(key)[1:])
+        if key == "metric_queries":
+            request["Metrics"] = [_metric_query(q) for q in value]
+            continue
         if key == "dimensions":
-            value = [{"Name": k, "Value": v} for k, v in value.items()]
-        request[api] = value
+            value = _dimensions(value)
+        request[rename.get(key) or _api(key)] = value
     return request
 
 
 # --- the add-on's configuration -------------------------------------------------------------
 
 
-def test_configuration_tolerates_the_contract_taint_only_and_turns_container_logs_off() -> None:
-    values = cloudwatch_configuration(CUSTOM)
-    toleration = {"key": "accelerator", "operator": "Equal", "value": "nvidia-t4g", "effect": "NoSchedule"}
-    assert values == {
-        "tolerations": [toleration],
-        "agent": {"tolerations": [toleration]},
-        "dcgmExporter": {"enabled": True, "tolerations": [toleration]},
+TOLERATION = {"key": "accelerator", "operator": "Equal", "value": "nvidia-t4g", "effect": "NoSchedule"}
+
+
+def test_configuration_sends_only_the_root_toleration_and_container_logs_switch() -> None:
+    assert cloudwatch_configuration(CUSTOM) == {
+        "tolerations": [TOLERATION],
         "containerLogs": {"enabled": False},
     }
     with_logs = cloudwatch_configuration(CUSTOM, container_logs=True)
-    assert with_logs["containerLogs"] == {"enabled": True, "fluentBit": {"tolerations": [toleration]}}
+    assert with_logs == {"tolerations": [TOLERATION], "containerLogs": {"enabled": True}}
+    # the chart's helper falls back to the root list for every component that sets none:
+    # each DaemonSet, dcgm-exporter included (enabled by default), gets the contract's toleration only
+    pods = cloudwatch_pods(with_logs)
+    assert set(pods) == {"cloudwatch-agent", "dcgm-exporter", "neuron-monitor", "fluent-bit"}
+    assert all(pod["tolerations"] == [TOLERATION] for pod in pods.values())
+    assert configuration_json(CUSTOM) == json.dumps(cloudwatch_configuration(CUSTOM), sort_keys=True)
+    assert configuration_json(DEFAULT_PLACEMENT) in (ROOT / "README.md").read_text()  # the JSON it shows
+
+
+def _schema(*, container_logs: bool = True) -> dict[str, Any]:
+    """A configuration schema in the shape EKS publishes (draft-07, closed objects)."""
+    properties: dict[str, Any] = {
+        "tolerations": {"type": "array", "items": {"type": "object"}},
+        "agent": {"type": "object"},
+    }
+    if container_logs:
+        properties["containerLogs"] = {
+            "type": "object",
+            "properties": {"enabled": {"type": "boolean"}},
+            "additionalProperties": False,
+        }
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+
+
+def test_the_configuration_is_checked_against_the_addons_schema_naming_a_refused_key() -> None:
+    assert configuration_errors(_schema(), configuration_json(CUSTOM, container_logs=True)) == []
+    (error,) = configuration_errors(_schema(container_logs=False), configuration_json(CUSTOM))
+    assert error.startswith("(root): Additional properties are not allowed ('containerLogs' was unexpected)")
+
+
+def _stub_aws(tmp_path: Path, schema: dict[str, Any]) -> dict[str, str]:
+    """A fake ``aws`` CLI on PATH: every pinned version offered, this schema for describe-addon-configuration."""
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    versions = " ".join(sorted({v for pins in ADDON_VERSIONS.values() for v in pins.values()}))
+    stub = tmp_path / "aws"
+    stub.write_text(
+        "#!/usr/bin/env bash\n"
+        f'echo "$@" >> "{tmp_path}/calls"\n'
+        'case "$2" in\n'
+        f"  describe-addon-versions) echo '{versions}' ;;\n"
+        f'  describe-addon-configuration) cat "{tmp_path}/schema.json" ;;\n'
+        "  *) exit 9 ;;\n"
+        "esac\n"
+    )
+    stub.chmod(0o755)
+    return {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+
+
+def test_check_addon_versions_fails_when_the_pinned_addon_schema_refuses_what_we_send(tmp_path: Path) -> None:
+    script = ROOT / "bin" / "check-addon-versions"
+    ok = subprocess.run(
+        [script], env=_stub_aws(tmp_path, _schema()), capture_output=True, text=True, check=False
+    )
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert f"ok       configurationValues {configuration_json(DEFAULT_PLACEMENT)}" in ok.stdout
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert (
+        "eks describe-addon-configuration --addon-name amazon-cloudwatch-observability "
+        "--addon-version v6.4.0-eksbuild.1 --query configurationSchema --output text"
+    ) in calls
+    refused = subprocess.run(
+        [script],
+        env=_stub_aws(tmp_path, _schema(container_logs=False)),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refused.returncode == 1
+    assert "REFUSED  configurationValues" in refused.stdout
+    assert "('containerLogs' was unexpected)" in refused.stdout
 
 
 def test_the_charts_dcgm_instance_types_cover_every_arm_gpu_type_we_allow() -> None:
@@ -152,6 +263,14 @@ def test_dashboard_names_only_real_metrics_with_their_published_dimensions() -> 
     # GPU nodes of a 2-GPU pool: devices reporting / 2
     assert "*0+1)/2" in text
     assert 'Namespace=\\"inference\\"' in text
+    # replicas share a PodName: summed, so three pending replicas count 3, not 1
+    (pending,) = [
+        row[0]["expression"]
+        for widget in body["widgets"]
+        for row in widget["properties"]["metrics"]
+        if isinstance(row[0], dict) and "pod_status_pending" in row[0]["expression"]
+    ]
+    assert pending.startswith("SUM(SEARCH(") and pending.endswith("'Sum', 60))")
     errors = _errors("cloudwatch", "PutDashboard", {"DashboardName": f"{CLUSTER}-gpu", "DashboardBody": text})
     assert errors == []
 
@@ -175,13 +294,72 @@ def test_alarms_are_valid_put_metric_alarm_requests_with_the_thresholds_in_minut
         "AWS/EKS",
         "scheduler_pending_pods_UNSCHEDULABLE",
     )
-    assert (pending["evaluation_periods"], pending["datapoints_to_alarm"], pending["period"]) == (15, 15, 60)
-    assert not_ready["metric_name"] == "cluster_failed_node_count"
-    assert not_ready["evaluation_periods"] == 2  # 90 s rounds up to two 1-minute periods
+    # 80% of the minutes: one minute the scheduler spent retrying the pod does not restart the clock
+    assert (pending["evaluation_periods"], pending["datapoints_to_alarm"], pending["period"]) == (15, 12, 60)
+    assert (
+        not_ready["evaluation_periods"] == not_ready["datapoints_to_alarm"] == 2
+    )  # 90 s: two 1-minute periods
     for args in found.values():
         assert args["alarm_actions"] == [topic] and args["actions_enabled"] is True
-        assert args["metric_name"] in METRICS
         assert _errors("cloudwatch", "PutMetricAlarm", put_metric_alarm_request(args)) == []
+
+
+def test_the_default_pending_alarm_fires_on_8_of_10_minutes() -> None:
+    pending = alarms(CLUSTER, AlarmSettings(600, 600))["gpu-pod-pending"]
+    assert (pending["datapoints_to_alarm"], pending["evaluation_periods"]) == (8, 10)
+    one_minute = alarms(CLUSTER, AlarmSettings(60, 60))["gpu-pod-pending"]
+    assert (one_minute["datapoints_to_alarm"], one_minute["evaluation_periods"]) == (1, 1)
+
+
+def test_node_not_ready_is_metric_math_over_failed_nodes_and_the_ready_condition() -> None:
+    """cluster_failed_node_count never counts Ready=False (otel-contrib k8sclient/node.go), so Ready is read too."""
+    args = alarms(CLUSTER, AlarmSettings(600, 600))["gpu-node-not-ready"]
+    # a metric-math alarm names its metrics only in Metrics; PutMetricAlarm refuses both at once
+    assert not {"metric_name", "namespace", "statistic", "period", "dimensions"} & set(args)
+    queries = {q["id"]: q for q in args["metric_queries"]}
+    assert queries["failed"]["metric"] == {
+        "namespace": "ContainerInsights",
+        "metric_name": "cluster_failed_node_count",
+        "dimensions": {"ClusterName": CLUSTER},
+        "period": 60,
+        "stat": "Maximum",
+    }
+    assert queries["ready"]["metric"] == {
+        "namespace": "ContainerInsights",
+        "metric_name": "node_status_condition_ready",
+        "dimensions": {"ClusterName": CLUSTER},
+        "period": 60,
+        "stat": "Minimum",
+    }
+    for query in queries.values():
+        if "metric" in query:  # published with exactly these dimensions
+            assert ("ClusterName",) in METRICS[query["metric"]["metric_name"]][1]
+        assert re.fullmatch(r"[a-z][a-zA-Z0-9_]*", query["id"])
+    assert [q["id"] for q in args["metric_queries"] if q["return_data"]] == ["notready"]
+    expression = queries["notready"]["expression"]
+    assert expression == "(FILL(failed, 0) > 0) OR (FILL(ready, 1) < 1)"
+    assert (args["comparison_operator"], args["threshold"]) == ("GreaterThanThreshold", 0)
+    assert (
+        "not Ready" in args["alarm_description"]
+        and "node_status_condition_ready" in args["alarm_description"]
+    )
+    request = put_metric_alarm_request(args)
+    assert request["Metrics"][0]["MetricStat"]["Metric"]["Dimensions"] == [
+        {"Name": "ClusterName", "Value": CLUSTER}
+    ]
+    assert _errors("cloudwatch", "PutMetricAlarm", request) == []
+
+
+@pytest.mark.parametrize("setting", ["gpu_pod_pending_seconds", "node_not_ready_seconds"])
+def test_an_alarm_longer_than_a_day_is_refused_naming_the_setting(setting: str) -> None:
+    day = {"gpu_pod_pending_seconds": 600, "node_not_ready_seconds": 600, setting: 86400}
+    found = alarms(CLUSTER, AlarmSettings(**day))
+    assert max(a["evaluation_periods"] for a in found.values()) == 1440  # 1440 x 60 s = 86400 s: allowed
+    key = {"gpu_pod_pending_seconds": "gpuPodPendingFor", "node_not_ready_seconds": "nodeNotReadyFor"}[
+        setting
+    ]
+    with pytest.raises(AlarmError, match=rf"observability\.alarms\.{key} must be at most 24h"):
+        alarms(CLUSTER, AlarmSettings(**{**day, setting: 86401}))
 
 
 def test_alarms_without_a_topic_exist_but_notify_nobody() -> None:

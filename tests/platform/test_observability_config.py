@@ -38,6 +38,14 @@ def test_a_topic_and_thresholds_are_read() -> None:
     assert settings.gpu_namespaces == ("inference",)
 
 
+def test_a_day_is_the_longest_alarm_and_is_accepted() -> None:
+    section = _load(
+        observability={"alarms": {"gpuPodPendingFor": "24h", "nodeNotReadyFor": "1440m"}}
+    ).observability
+    settings = settings_from_config(section)
+    assert (settings.gpu_pod_pending_seconds, settings.node_not_ready_seconds) == (86400, 86400)
+
+
 @pytest.mark.parametrize(
     ("observability", "message"),
     [
@@ -62,6 +70,15 @@ def test_a_topic_and_thresholds_are_read() -> None:
             "unknown setting observability.containerLog (did you mean observability.containerLogs?)",
         ),
         ({"gpuNamespaces": ["ML"]}, "observability.gpuNamespaces[0] must be a namespace name"),
+        (
+            {"alarms": {"gpuPodPendingFor": "25h"}},
+            "observability.alarms.gpuPodPendingFor must be at most 24h: CloudWatch refuses an alarm whose "
+            "Period x EvaluationPeriods exceeds 86400 s",
+        ),
+        (
+            {"alarms": {"nodeNotReadyFor": "24h0m1s"}},
+            "observability.alarms.nodeNotReadyFor must be at most 24h",
+        ),
     ],
 )
 def test_bad_input_is_refused_naming_the_key(observability: dict, message: str) -> None:

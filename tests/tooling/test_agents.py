@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import runpy
 import subprocess
 import sys
@@ -13,17 +12,27 @@ from typing import Any
 
 import pulumi_policy
 import pytest
+from pulumi_policy.proxy import (
+    UNKNOWN_OBJECT_VALUE,
+    UNKNOWN_STRING_VALUE,
+    UnknownValueError,
+    unknown_checking_proxy,
+)
 
 from infra.platform import observability
+from infra.platform.addons import ADDON_VERSIONS
+from infra.platform.config import DEVICE_PLUGIN_CHART_VERSION
 from infra.platform.device_plugin import values as device_plugin_values
-from infra.tooling import agents
+from infra.tooling import agents, chart_models
 from infra.tooling.agents import agents_of, contract_groups, daemonset_intent, landings, table
 from infra.tooling.offline import Run, run_project
 from infra.tooling.policy_rules import RULES, check
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+from tests.tooling import crossguard
 
 ROOT = Path(__file__).resolve().parents[2]
 DS = "kubernetes:apps/v1:DaemonSet"
+CW_VERSION, NM_VERSION = "v6.4.0-eksbuild.1", "v1.7.0-eksbuild.1"
 
 
 def _daemonset(
@@ -105,7 +114,8 @@ def test_the_crossguard_pack_reports_it_as_a_stack_policy_with_the_resource_urn(
     ]
     reported: list[tuple[str, str]] = []
     policy.validate(
-        SimpleNamespace(resources=resources), lambda message, urn: reported.append((message, urn))
+        SimpleNamespace(resources=resources, get_config=dict),
+        lambda message, urn: reported.append((message, urn)),
     )
     assert len(reported) == 1
     assert reported[0][1] == "urn:pulumi:dev::p::kubernetes:apps/v1:DaemonSet::gpu-exporter"
@@ -141,7 +151,7 @@ def test_the_device_plugin_on_a_system_group_is_a_violation(dev: Run) -> None:
     release = (
         "kubernetes:helm.sh/v3:Release",
         "rogue-plugin",
-        {"chart": "nvidia-device-plugin", "values": bad},
+        {"chart": "nvidia-device-plugin", "version": "0.20.0", "values": bad},
     )
     resources = [t for t in _triples(dev) if t[0] != "kubernetes:helm.sh/v3:Release"] + [release]
     messages = [v.message for v in check(resources, DEFAULT_PLACEMENT) if v.rule == "gpu-agents-on-gpu-pools"]
@@ -163,23 +173,170 @@ def test_an_unmodelled_chart_is_unknown_never_fine(dev: Run) -> None:
 
 
 def test_configuration_values_not_known_yet_are_unknown() -> None:
-    addon = (
-        "aws:eks/addon:Addon",
-        "cw",
-        {"addonName": agents.CLOUDWATCH_ADDON, "configurationValues": "[unknown]"},
+    for unknown in ("[unknown]", None):  # not JSON; or an unknown the policy pack turned into None
+        addon = (
+            "aws:eks/addon:Addon",
+            "cw",
+            {
+                "addonName": agents.CLOUDWATCH_ADDON,
+                "addonVersion": CW_VERSION,
+                "configurationValues": unknown,
+            },
+        )
+        (agent,) = agents_of([addon], DEFAULT_PLACEMENT)
+        assert agent.pod is None and agent.source == "configurationValues not known yet"
+    # absent (not set) is the chart's defaults, not unknown
+    (monitoring, _) = agents_of(
+        [
+            (
+                "aws:eks/addon:Addon",
+                "nm",
+                {"addonName": agents.NODE_MONITORING_ADDON, "addonVersion": NM_VERSION},
+            )
+        ],
+        DEFAULT_PLACEMENT,
     )
-    (agent,) = agents_of([addon], DEFAULT_PLACEMENT)
-    assert agent.pod is None
+    assert monitoring.pod is not None
+
+
+def test_only_modelled_chart_and_addon_versions_are_judged_anything_else_is_unknown(dev: Run) -> None:
+    def verdicts(resources: list[tuple[str, str, dict]]) -> dict[str, str]:
+        return {row.split()[0]: row.split()[-1] for row in table(landings(resources, DEFAULT_PLACEMENT))[1:]}
+
+    assert verdicts(_triples(dev))["nvidia-device-plugin"] == "ok"
+    bumped = {
+        "kubernetes:helm.sh/v3:Release": ("version", "0.99.0"),
+        "aws:eks/addon:Addon": ("addonVersion", "v9.0.0-eksbuild.1"),
+    }
+    resources = []
+    for typ, name, props in _triples(dev):
+        if typ in bumped and props.get("chart", props.get("addonName")) in (
+            "nvidia-device-plugin",
+            agents.CLOUDWATCH_ADDON,
+            agents.NODE_MONITORING_ADDON,
+        ):
+            key, version = bumped[typ]
+            props = {**props, key: version}
+        resources.append((typ, name, props))
+    found = landings(resources, DEFAULT_PLACEMENT)
+    unknown = {landing.agent.name: landing.agent.source for landing in found if landing.agent.pod is None}
+    assert unknown == {
+        "nvidia-device-plugin (helm 0.99.0)": "nvidia-device-plugin version '0.99.0' is not one the chart model "
+        "was read from (0.20.0)",
+        "add-on amazon-cloudwatch-observability v9.0.0-eksbuild.1": "amazon-cloudwatch-observability version "
+        "'v9.0.0-eksbuild.1' is not one the chart model was read from (v6.4.0-*)",
+        "add-on eks-node-monitoring-agent v9.0.0-eksbuild.1": "eks-node-monitoring-agent version "
+        "'v9.0.0-eksbuild.1' is not one the chart model was read from (v1.7.0-*)",
+    }
+    assert not any(landing.problems for landing in found)  # unknown is advisory, never "ok" and never a pass
+    assert {
+        v.rule for v in check(resources, DEFAULT_PLACEMENT) if "not one the chart model" in v.message
+    } == {"agent-placement-unknown"}
+    rows = table(found)
+    assert all(row.rstrip().endswith("unknown") for row in rows if "0.99.0" in row or "v9.0.0" in row)
+    # another eksbuild of the same upstream chart is the same model
+    assert chart_models.modelled(agents.CLOUDWATCH_ADDON, "v6.4.0-eksbuild.7")
+    assert not chart_models.modelled(agents.CLOUDWATCH_ADDON, "v6.4.01-eksbuild.1")
+    assert not chart_models.modelled("nvidia-device-plugin", None)
+
+
+def test_the_device_plugin_charts_mps_control_daemon_is_a_row_that_runs_only_on_mps_capable_nodes(
+    dev: Run,
+) -> None:
+    found = {landing.agent.name: landing for landing in landings(_triples(dev), DEFAULT_PLACEMENT)}
+    mps = found["nvidia-device-plugin-mps-control-daemon (helm 0.20.0)"]
+    assert mps.agent.intent == "none" and set(mps.where.values()) == {"-"}
+    assert mps.agent.pod["nodeSelector"] == {
+        "nvidia.com/mps.capable": "true",
+        **DEFAULT_PLACEMENT.node_selector(),
+    }
+    assert (
+        mps.agent.pod["tolerations"] == found["nvidia-device-plugin (helm 0.20.0)"].agent.pod["tolerations"]
+    )
+    # a pool whose nodes are labelled MPS-capable (MPS sharing configured) does get it
+    mps_pool = (
+        "aws:eks/nodeGroup:NodeGroup",
+        "mps",
+        {
+            "instanceTypes": ["g5g.xlarge"],
+            "labels": {**DEFAULT_PLACEMENT.node_labels(), "nvidia.com/mps.capable": "true"},
+            "taints": [DEFAULT_PLACEMENT.eks_taint()],
+        },
+    )
+    (landing,) = [
+        x for x in landings([*_triples(dev), mps_pool], DEFAULT_PLACEMENT) if x.agent.name == mps.agent.name
+    ]
+    assert landing.where["mps"] == "yes"
+
+
+def test_the_stack_policy_still_runs_in_a_first_preview_with_unknown_outputs(monkeypatch, dev: Run) -> None:
+    """Through pulumi_policy's real AnalyzeStack: outputs with unknowns, as the engine sends a first preview.
+
+    The add-ons' configurationValues are computed outputs, unknown on create; read through
+    pulumi_policy's unknown-checking proxy they would raise UnknownValueError and the whole
+    mandatory policy would become one advisory "can't run policy during preview".
+    """
+    _, policies = crossguard.pack_module(monkeypatch)
+    resources = []
+    for typ, name, props in [*_triples(dev), MISSES_THE_TAINT]:
+        if typ == "aws:eks/addon:Addon":
+            props = {**props, "configurationValues": UNKNOWN_STRING_VALUE}  # unknown for every add-on
+        resources.append((typ, name, props))
+    response = crossguard.analyze_stack(crossguard.servicer(policies), resources)
+    messages = [(d.policyName, crossguard.level(d), d.message, d.urn) for d in response.diagnostics]
+    assert not [m for m in messages if "can't run policy" in m[2]], messages
+    mandatory = [m for m in messages if m[1] == "mandatory"]
+    assert len(mandatory) == 1, mandatory
+    policy, _, message, urn = mandatory[0]
+    assert policy == "gpu-agents-on-gpu-pools"
+    assert "\nDaemonSet/gpu-exporter is meant for GPU nodes but misses GPU pool(s)" in message
+    assert "untolerated taint GPU=true:NoSchedule" in message
+    assert urn == crossguard.urn(DS, "gpu-exporter")
+    advisory = {m[2] for m in messages if m[0] == "agent-placement-unknown"}
+    for addon in (agents.CLOUDWATCH_ADDON, agents.NODE_MONITORING_ADDON):
+        assert any(
+            f"\nadd-on {addon} {NM_VERSION if addon == agents.NODE_MONITORING_ADDON else CW_VERSION} "
+            "placement unknown (configurationValues not known yet)" in m
+            for m in advisory
+        ), advisory
+    # other add-ons' configurationValues (vpc-cni, kube-proxy, ...) are not read: no advisory for them
+    assert not [m for m in advisory if "vpc-cni" in m or "kube-proxy (EKS add-on)" in m]
+    # what the pack guards against: the proxy itself raises on the unknown value
+    proxied = unknown_checking_proxy({"configurationValues": UNKNOWN_STRING_VALUE})
+    with pytest.raises(UnknownValueError):
+        proxied.get("configurationValues")
+
+
+def test_the_pack_turns_every_unknown_into_none_at_any_depth(monkeypatch) -> None:
+    module, _ = crossguard.pack_module(monkeypatch)
+    proxied = unknown_checking_proxy(
+        {"a": UNKNOWN_STRING_VALUE, "b": [1, {"c": UNKNOWN_OBJECT_VALUE}], "d": {"e": "known"}}
+    )
+    assert module["plain"](proxied) == {"a": None, "b": [1, {"c": None}], "d": {"e": "known"}}
+
+
+def test_a_daemonset_whose_scheduling_fields_are_unknown_is_unknown_not_a_violation() -> None:
+    pod = {**EXPORTER, "nodeSelector": DEFAULT_PLACEMENT.node_selector(), "tolerations": None}
+    (agent,) = agents_of([_daemonset("gpu-exporter", pod)], DEFAULT_PLACEMENT)
+    assert agent.pod is None and agent.source == "scheduling fields not known yet"
+    assert (
+        check([_daemonset("gpu-exporter", pod)], DEFAULT_PLACEMENT, {"agent-placement-unknown": "disabled"})
+        == []
+    )
 
 
 def test_the_cloudwatch_addon_with_chart_defaults_would_land_everywhere_and_ours_only_where_needed() -> None:
     custom = Placement("accelerator", "t4g")
-    ours = json.dumps(observability.cloudwatch_configuration(custom))
+    ours = observability.configuration_json(custom)
     for configuration, expected in (("", "yes"), (ours, "-")):
         addon = (
             "aws:eks/addon:Addon",
             "cw",
-            {"addonName": agents.CLOUDWATCH_ADDON, "configurationValues": configuration},
+            {
+                "addonName": agents.CLOUDWATCH_ADDON,
+                "addonVersion": CW_VERSION,
+                "configurationValues": configuration,
+            },
         )
         other = (
             "aws:eks/nodeGroup:NodeGroup",
@@ -212,11 +369,19 @@ def test_addon_names_match_the_platform() -> None:
     assert agents.NODE_MONITORING_ADDON == observability.NODE_MONITORING_ADDON
 
 
+def test_every_pinned_addon_version_is_one_the_models_were_read_from() -> None:
+    """Bumping a pin in infra/platform/addons.py without re-reading the chart fails here, not on a cluster."""
+    for pins in ADDON_VERSIONS.values():
+        for addon in (agents.CLOUDWATCH_ADDON, agents.NODE_MONITORING_ADDON):
+            assert chart_models.modelled(addon, pins[addon]), (addon, pins[addon])
+
+
 def test_the_device_plugin_model_is_the_platforms() -> None:
     from infra.platform import device_plugin
     from infra.tooling import chart_models
 
     assert chart_models.DEVICE_PLUGIN_CHART == device_plugin.CHART
+    assert chart_models.modelled(chart_models.DEVICE_PLUGIN_CHART, DEVICE_PLUGIN_CHART_VERSION)
     assert chart_models.DEVICE_PLUGIN_DEFAULTS == device_plugin.CHART_DEFAULTS
     platform_values = device_plugin.values(DEFAULT_PLACEMENT)
     pod = chart_models.device_plugin_pod(platform_values)

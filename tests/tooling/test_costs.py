@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infra.platform.instance_types import PRICES_SOURCE
-from infra.tooling.costs import HOURS_PER_MONTH, lines, stack_cost
+from infra.tooling.costs import HOURS_PER_MONTH, PRICE_REGION, lines, stack_cost
 
 GPU = (
     "aws:eks/nodeGroup:NodeGroup",
@@ -65,3 +65,16 @@ def test_a_group_at_zero_costs_nothing_even_without_a_price() -> None:
     report = stack_cost([idle])
     assert report.groups[0].min_usd_per_hour == 0.0 and report.groups[0].max_usd_per_hour is None
     assert report.partial
+
+
+def test_the_cost_lines_say_the_prices_are_us_east_1_and_the_stacks_region_may_differ() -> None:
+    report = stack_cost([GPU])
+    assert PRICE_REGION in PRICES_SOURCE  # the table's prices really are that region's
+    note = lines(report)[1]
+    assert note.strip().startswith("prices are us-east-1 on-demand rates;")
+    assert "the stack's region may differ (dev runs in us-west-2)" in note
+    assert (
+        "this stack runs in us-west-2, where the same instances may cost more or less"
+        in lines(report, region="us-west-2")[1]
+    )
+    assert "the region this stack runs in" in lines(report, region="us-east-1")[1]

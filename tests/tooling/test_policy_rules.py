@@ -16,11 +16,13 @@ from infra.tooling.policy_rules import (
     gpu_toleration_without_gpu,
     gpu_workload_placement,
     levels,
+    placement_from_config,
     security_baseline,
 )
 from infra.tooling.preview import main
-from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
+from infra.workloads.placement import DEFAULT_PLACEMENT, Placement, PlacementError
 from infra.workloads.podspec import place_pod_spec
+from tests.tooling import crossguard
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_POD = {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
@@ -155,12 +157,83 @@ def test_the_crossguard_pack_wraps_every_rule(monkeypatch) -> None:
     assert [p.enforcement_level.value for p in policies] == [r.default_level for r in RULES]
     reported = []
     args = SimpleNamespace(
-        resource_type="kubernetes:apps/v1:Deployment", props=_deployment(GPU_POD), name="rogue"
+        resource_type="kubernetes:apps/v1:Deployment",
+        props=_deployment(GPU_POD),
+        name="rogue",
+        get_config=dict,
     )
     policies[0].validate(args, lambda message, urn: reported.append(message))
     assert reported and reported[0].startswith(
         "rogue requests nvidia.com/gpu but does not tolerate the GPU taint"
     )
+
+
+def test_the_pack_checks_the_placement_its_config_names_and_the_default_without_it(monkeypatch) -> None:
+    """Through pulumi_policy's analyzer as the CLI drives it, with --policy-pack-config per policy."""
+    _, policies = crossguard.pack_module(monkeypatch)
+    custom = Placement("accelerator", "t4g")
+    placed = _deployment(
+        place_pod_spec(GPU_POD, custom)
+    )  # right for a platform whose contract is accelerator=t4g
+    config = {"placement": {"key": "accelerator", "value": "t4g"}}
+
+    def mandatory(analyzer) -> list[str]:
+        response = crossguard.analyze(analyzer, "kubernetes:apps/v1:Deployment", "server", placed)
+        return [d.message for d in response.diagnostics if crossguard.level(d) == "mandatory"]
+
+    unconfigured = mandatory(crossguard.servicer(policies))
+    assert any("does not tolerate the GPU taint: add the toleration {'key': 'GPU'" in m for m in unconfigured)
+    assert mandatory(crossguard.servicer(policies, {"gpu-workload-placement": config})) == []
+    # the stack policy too: a DaemonSet selecting accelerator=t4g nodes without tolerating their taint
+    exporter = (
+        "kubernetes:apps/v1:DaemonSet",
+        "exporter",
+        {
+            "metadata": {"name": "exporter"},
+            "spec": {
+                "template": {"spec": {"containers": [{"name": "e"}], "nodeSelector": {"accelerator": "t4g"}}}
+            },
+        },
+    )
+
+    def stack_mandatory(analyzer) -> list[str]:
+        response = crossguard.analyze_stack(analyzer, [exporter])
+        return [d.message for d in response.diagnostics if crossguard.level(d) == "mandatory"]
+
+    assert stack_mandatory(crossguard.servicer(policies)) == []  # not GPU nodes under the default contract
+    (failure,) = stack_mandatory(crossguard.servicer(policies, {"gpu-agents-on-gpu-pools": config}))
+    assert "DaemonSet/exporter is meant for GPU nodes but misses GPU pool(s)" in failure
+    assert "untolerated taint accelerator=t4g:NoSchedule" in failure
+    info = crossguard.servicer(policies).GetAnalyzerInfo(None, None)
+    for policy in info.policies:  # the CLI validates --policy-pack-config against this schema
+        schema = dict(policy.configSchema.properties)["placement"]
+        assert schema["required"] == ["key", "value"] and schema["additionalProperties"] is False
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"placement": "GPU=true"},
+            "gpu-workload-placement.placement must be an object with exactly key and value",
+        ),
+        ({"placement": {"key": "GPU"}}, "must be an object with exactly key and value"),
+        (
+            {"placement": {"key": "kubernetes.io/gpu", "value": "true"}},
+            "policy pack config gpu-workload-placement: placement.key 'kubernetes.io/gpu': EKS refuses",
+        ),
+        (
+            {"placement": {"key": "GPU", "value": True}},
+            "policy pack config gpu-workload-placement: placement.value must be a string",
+        ),
+    ],
+)
+def test_a_bad_placement_in_the_pack_config_is_refused_naming_the_policy(config: dict, message: str) -> None:
+    with pytest.raises(PlacementError) as error:
+        placement_from_config("gpu-workload-placement", config)
+    assert message in str(error.value)
+    assert placement_from_config("gpu-workload-placement", {}) == DEFAULT_PLACEMENT
+    assert placement_from_config("gpu-workload-placement", None) == DEFAULT_PLACEMENT
 
 
 def test_preview_fails_a_stack_with_a_hand_written_gpu_deployment(tmp_path: Path, capsys) -> None:
