@@ -458,7 +458,7 @@ def _runs(
 
 
 def project_report(
-    name: str, stack: str, run: Run, nodes: list[Node], placement: Placement
+    name: str, stack: str, run: Run, nodes: list[Node], placement: Placement, region: str | None = None
 ) -> tuple[list[str], int]:
     """One project's report as printed blocks (each block one ``print``), and its mandatory violations.
 
@@ -481,7 +481,7 @@ def project_report(
     if run.of_type(NODE_GROUP):
         blocks.append("\nagents (DaemonSets): on which node groups each lands:")
         blocks.append("\n".join(agent_table(landings(resources, placement))))
-        blocks.append("\n" + "\n".join(cost_lines(stack_cost(resources))))
+        blocks.append("\n" + "\n".join(cost_lines(stack_cost(resources), region)))
     violations = check_policies(resources, placement)
     blocks.append(
         "\npolicy pack (policy/): "
@@ -513,7 +513,9 @@ def preview(stack: str, out: Path, projects: Sequence[str] = (), jobs: int | Non
     with contextlib.closing(_runs(chosen, stack, version, jobs)) as runs:
         for name, run in runs:
             nodes = nodes or nodes_of(run)
-            blocks, project_mandatory = project_report(name, stack, run, nodes, placement)
+            blocks, project_mandatory = project_report(
+                name, stack, run, nodes, placement, root_config.get("aws:region")
+            )
             print("\n".join(blocks))
             mandatory += project_mandatory
             written = write_outputs(run, out / name, version)
