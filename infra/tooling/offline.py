@@ -157,6 +157,12 @@ class Registration:
     outputs: dict[str, Any] = field(default_factory=dict)
     dependencies: list[str] = field(default_factory=list)
     """URNs this resource waits for (depends_on and the resources its inputs come from)."""
+    replace_on_changes: list[str] = field(default_factory=list)
+    """Property paths whose change replaces the resource (``replace_on_changes``)."""
+    delete_before_replace: bool | None = None
+    """``delete_before_replace`` as the program set it; None when it left it to the provider."""
+    custom_timeouts: tuple[str, str, str] = ("", "", "")
+    """(create, update, delete) the program asked for; "" where it asked for none."""
 
 
 @dataclass
@@ -224,6 +230,15 @@ class _Monitor(pulumi_mocks.MockMonitor):
                 inputs=_numbers(rpc.deserialize_properties(request.object)),
                 ignore_changes=list(request.ignoreChanges),
                 dependencies=list(request.dependencies),
+                replace_on_changes=list(request.replaceOnChanges),
+                delete_before_replace=(
+                    bool(request.deleteBeforeReplace) if request.deleteBeforeReplaceDefined else None
+                ),
+                custom_timeouts=(
+                    request.customTimeouts.create,
+                    request.customTimeouts.update,
+                    request.customTimeouts.delete,
+                ),
             )
         )
         return response

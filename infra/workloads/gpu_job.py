@@ -21,11 +21,25 @@ from infra.workloads.placement import Placement, PlacementError
 from infra.workloads.podspec import check_gpus
 from infra.workloads.security import check_profile
 from infra.workloads.values import UNKNOWN, PodSpecError, known
-from infra.workloads.wire import WireError, has_outputs
+from infra.workloads.wire import WireError, has_outputs, to_wire
 
 TYPE_TOKEN = "eks-gpu:index:GpuJob"
 SKIP_AWAIT = "pulumi.com/skipAwait"
 """pulumi-kubernetes' annotation: declare the Job and return without waiting for it to complete."""
+REPLACE_ON_CHANGES = (
+    "spec.completionMode",
+    "spec.podFailurePolicy",
+    "spec.backoffLimitPerIndex",
+    "spec.managedBy",
+    "spec.successPolicy",
+)
+"""Job fields the API makes immutable (``ValidateJobSpecUpdate``) that pulumi-kubernetes would patch in place.
+
+pulumi-kubernetes replaces a Job only when ``completions``, ``parallelism``,
+``selector`` or ``template`` change (``provider/pkg/provider/diff.go``); a change of
+one of these would be sent as a patch and refused by the API server, leaving
+``pulumi up`` stuck. ``replace_on_changes`` makes Pulumi replace the Job instead.
+"""
 
 
 @dataclass
@@ -72,9 +86,20 @@ class GpuJob(pulumi.ComponentResource):
         args = component.read_args(GpuJobArgs, "GpuJob", resource_name, args, kwargs)
         eager_spec = self._eager_check(resource_name, args)
         args = images.check_workload_images(f"GpuJob({resource_name!r})", args, k8s.batch.v1.JobSpecArgs)
+        metadata_in = args.metadata
+        if not args.wait_for_completion and has_outputs(metadata_in):
+
+            def _late_name_check(meta: Any) -> Any:
+                try:
+                    _refuse_fixed_name(meta)
+                except PodSpecError as error:
+                    raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
+                return meta
+
+            metadata_in = pulumi.Output.from_input(metadata_in).apply(_late_name_check)
         try:
             metadata = component.with_annotations(
-                args.metadata,
+                metadata_in,
                 {} if args.wait_for_completion else {SKIP_AWAIT: "true"},
                 "wait_for_completion=False",
             )
@@ -83,7 +108,16 @@ class GpuJob(pulumi.ComponentResource):
 
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
         timeouts = component.child_timeouts(component.JOB_TIMEOUT, opts.custom_timeouts if opts else None)
-        child = pulumi.ResourceOptions(parent=self, custom_timeouts=timeouts)
+        child = pulumi.ResourceOptions(
+            parent=self,
+            custom_timeouts=timeouts,
+            replace_on_changes=_replace_on_changes(opts),
+            # A replaced auto-named Job is created under a new name before the old one
+            # is deleted: both would run, each holding its GPUs. Yours wins if you set it.
+            delete_before_replace=(
+                opts.delete_before_replace if opts and opts.delete_before_replace is not None else True
+            ),
+        )
         gpus = check_gpus(args.gpus) if args.gpus is not None else None
         profile = check_profile(args.security_profile, args.security_defaults)
 
@@ -109,6 +143,8 @@ class GpuJob(pulumi.ComponentResource):
             gpus = check_gpus(args.gpus) if args.gpus is not None else None
             profile = check_profile(args.security_profile, args.security_defaults)
             component.check_flag(args.wait_for_completion, "wait_for_completion")
+            if not args.wait_for_completion:
+                _refuse_fixed_name(args.metadata)
             placement, placement_known = component.eager_placement(args.placement)
             spec = component.wire_or_unknown(args.spec, k8s.batch.v1.JobSpecArgs)
             if not known(spec):
@@ -120,4 +156,31 @@ class GpuJob(pulumi.ComponentResource):
             raise type(error)(f"GpuJob({resource_name!r}): {error}") from None
 
 
-__all__ = ["SKIP_AWAIT", "TYPE_TOKEN", "GpuJob", "GpuJobArgs"]
+def _replace_on_changes(opts: pulumi.ResourceOptions | None) -> list[str]:
+    """The user's ``replace_on_changes`` (given on the component) followed by the Job's immutable fields."""
+    mine = list(opts.replace_on_changes or []) if opts else []
+    return mine + [path for path in REPLACE_ON_CHANGES if path not in mine]
+
+
+def _refuse_fixed_name(metadata: Any) -> None:
+    """Refuse ``metadata.name`` beside ``wait_for_completion=False``.
+
+    With ``pulumi.com/skipAwait`` pulumi-kubernetes does not wait for a delete
+    either: when a change replaces the Job (delete first, as a fixed name
+    requires), the create arrives while the old Job and its pods are still being
+    deleted and fails with ``AlreadyExists``. An auto-named Job gets a new name.
+    """
+    from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
+
+    wire = to_wire(metadata, ObjectMetaArgs, unknown=UNKNOWN) if metadata is not None else {}
+    if not known(wire) or not isinstance(wire, Mapping):
+        return  # an Output as a whole: checked again when known (see GpuJob.__init__)
+    if wire.get("name") is not None:
+        raise PodSpecError(
+            "wait_for_completion=False with a fixed metadata.name cannot be replaced: without waiting, "
+            "the old Job is still being deleted when the new one is created (AlreadyExists). Drop "
+            "metadata.name (Pulumi auto-names the Job from the resource name) or keep waiting"
+        )
+
+
+__all__ = ["REPLACE_ON_CHANGES", "SKIP_AWAIT", "TYPE_TOKEN", "GpuJob", "GpuJobArgs"]

@@ -207,14 +207,20 @@ def test_a_spec_with_a_dependency_is_placed_when_resolved(provider: ComponentPro
 def test_wait_for_completion_false_skips_the_await_and_keeps_the_users_annotations(
     provider: ComponentProvider,
 ) -> None:
+    metadata = {k: v for k, v in typescript_inputs()["metadata"].items() if k != "name"}  # auto-named
     run, _ = build(
         provider,
-        typescript_inputs(waitForCompletion=False),
+        typescript_inputs(waitForCompletion=False, metadata=metadata),
         dependencies={"metadata": [STACK_REFERENCE_URN]},
     )
 
     assert job_of(run)["metadata"]["annotations"] == {"team": "research", SKIP_AWAIT: "true"}
-    assert dropped(typescript_inputs()["metadata"], job_of(run)["metadata"]) == []
+    assert dropped(metadata, job_of(run)["metadata"]) == []
+
+
+def test_wait_for_completion_false_with_a_fixed_name_is_refused(provider: ComponentProvider) -> None:
+    with pytest.raises(Exception, match=r"fixed metadata\.name"):  # ComponentInitError wrapping it
+        build(provider, typescript_inputs(waitForCompletion=False))
 
 
 def test_the_security_profiles_reach_the_pod(provider: ComponentProvider) -> None:

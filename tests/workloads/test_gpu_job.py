@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from infra import GpuJob, GpuJobArgs, PodSpecError, place_job_spec
 from infra.tooling.manifests import manifest_of, validate_manifest
-from infra.workloads.gpu_job import TYPE_TOKEN
+from infra.workloads.gpu_job import REPLACE_ON_CHANGES, TYPE_TOKEN
 from infra.workloads.placement import DEFAULT_PLACEMENT
 from infra.workloads.scheduling import Node, placeable_on
 from tests.conftest import KUBERNETES_VERSION, gpu_node, system_node
@@ -105,11 +105,60 @@ def test_typed_args_with_outputs_and_every_emitted_object_is_schema_valid(run) -
 
 
 def test_not_waiting_for_completion_adds_skip_await_beside_the_users_annotations(run) -> None:
-    metadata = {"name": "train", "annotations": {"team": "ml"}}
+    metadata = {"namespace": "ml", "annotations": {"team": "ml"}}
     job = _job(run(lambda: GpuJob("t", spec=job_spec(), metadata=metadata, wait_for_completion=False)))
-    assert job["metadata"] == {"name": "train", "annotations": {"team": "ml", "pulumi.com/skipAwait": "true"}}
-    waiting = _job(run(lambda: GpuJob("t", spec=job_spec(), metadata=metadata)))
-    assert waiting["metadata"] == metadata
+    assert job["metadata"] == {
+        "namespace": "ml",
+        "annotations": {"team": "ml", "pulumi.com/skipAwait": "true"},
+    }
+    waiting = _job(run(lambda: GpuJob("t", spec=job_spec(), metadata={**metadata, "name": "train"})))
+    assert waiting["metadata"] == {**metadata, "name": "train"}
+
+
+def test_the_child_job_is_replaced_on_immutable_fields_and_deleted_first(run) -> None:
+    # pulumi-kubernetes patches these in place and the API refuses the patch; a
+    # create-before-delete replacement of an auto-named Job would run it twice.
+    job = run(lambda: GpuJob("t", spec=job_spec())).one(JOB)
+    assert job.replace_on_changes == list(REPLACE_ON_CHANGES)
+    assert set(REPLACE_ON_CHANGES) >= {
+        "spec.completionMode",
+        "spec.podFailurePolicy",
+        "spec.backoffLimitPerIndex",
+    }
+    assert job.delete_before_replace is True
+
+
+def test_the_users_replace_options_are_merged_into_the_child_job(run) -> None:
+    opts = pulumi.ResourceOptions(replace_on_changes=["spec.backoffLimit"], delete_before_replace=False)
+    job = run(lambda: GpuJob("t", spec=job_spec(), opts=opts)).one(JOB)
+    assert job.replace_on_changes == ["spec.backoffLimit", *REPLACE_ON_CHANGES]
+    assert job.delete_before_replace is False  # yours wins
+
+
+def test_not_waiting_with_a_fixed_name_is_refused_before_anything_is_declared(run) -> None:
+    caught: list[str] = []
+
+    def program() -> None:
+        for metadata in ({"name": "train"}, {"name": pulumi.Output.from_input("train")}):
+            with pytest.raises(PodSpecError) as raised:
+                GpuJob("t", spec=job_spec(), metadata=metadata, wait_for_completion=False)
+            caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert len(caught) == 2
+    assert all("fixed metadata.name" in message and "AlreadyExists" in message for message in caught)
+
+
+def test_not_waiting_with_a_name_inside_output_metadata_fails_when_known(run) -> None:
+    with pytest.raises(Exception, match=r"fixed metadata\.name"):
+        run(
+            lambda: GpuJob(
+                "t",
+                spec=job_spec(),
+                metadata=pulumi.Output.from_input({"name": "train"}),
+                wait_for_completion=False,
+            )
+        )
 
 
 def test_args_as_the_provider_hands_them_over_camel_case_and_floats(run) -> None:
