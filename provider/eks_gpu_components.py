@@ -24,7 +24,11 @@ What the analyzer (pulumi 3.272.0) dictates here:
 - numbers arrive as floats, and the SDK's conversion of ``integer`` inputs to ``int``
   is overwritten on the next line (``map_input_properties``: no ``continue``), so
   ``gpus: 1`` arrives as ``1.0``, as do numbers inside objects: :func:`_whole_numbers`
-  turns integral floats into ints before the component checks them.
+  turns integral floats into ints before the component checks them;
+- ``customTimeouts`` given on the component in another language never arrive:
+  ``ProviderServicer._construct_options`` builds a ``CustomTimeouts`` and does not
+  assign it, so the options reaching Construct have none. ``createTimeout``,
+  ``updateTimeout`` and ``deleteTimeout`` are plain inputs instead.
 """
 
 import importlib.metadata
@@ -69,6 +73,12 @@ class GpuDeploymentArgs(TypedDict):
     """Deprecated: use securityProfile. false is securityProfile "none"; it may not contradict securityProfile."""
     check_image_architecture: NotRequired[bool]
     """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
+    create_timeout: NotRequired[str]
+    """How long `pulumi up` waits for the Deployment's rollout on create, as a duration ("90m", "2h"; default 30m). Use this rather than the customTimeouts resource option, which the component provider does not pass on (pulumi 3.272.0)."""
+    update_timeout: NotRequired[str]
+    """How long `pulumi up` waits for the rollout on update, as a duration (default 30m)."""
+    delete_timeout: NotRequired[str]
+    """How long `pulumi destroy` waits for the deletion, as a duration (default pulumi-kubernetes' own)."""
 
 
 class GpuJobArgs(TypedDict):
@@ -92,6 +102,12 @@ class GpuJobArgs(TypedDict):
     """Deprecated: use securityProfile. false is securityProfile "none"; it may not contradict securityProfile."""
     check_image_architecture: NotRequired[bool]
     """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
+    create_timeout: NotRequired[str]
+    """How long `pulumi up` waits for the Job to complete on create, as a duration ("90m", "3h"; default 60m). Use this rather than the customTimeouts resource option, which the component provider does not pass on (pulumi 3.272.0)."""
+    update_timeout: NotRequired[str]
+    """How long `pulumi up` waits for a replaced Job to complete, as a duration (default 60m)."""
+    delete_timeout: NotRequired[str]
+    """How long `pulumi destroy` waits for the deletion, as a duration (default pulumi-kubernetes' own)."""
 
 
 def _whole_numbers(value: Any) -> Any:

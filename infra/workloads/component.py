@@ -45,6 +45,56 @@ JOB_TIMEOUT = f"{SCALE_UP_MINUTES + IMAGE_PULL_MINUTES + STARTUP_MINUTES + JOB_R
 """Create and update of a GpuJob: 60m. Longer jobs: set custom_timeouts, or wait_for_completion=False."""
 
 
+_DURATION = re.compile(r"^(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)")
+TIMEOUT_OPERATIONS = ("create", "update", "delete")
+
+
+def check_duration(value: object, setting: str) -> str | None:
+    """A positive duration as the engine parses ``customTimeouts`` (Go's ``time.ParseDuration``).
+
+    ``"45m"``, ``"2h"``, ``"1h30m"``, ``"90s"``; units ns, us, ms, s, m, h. A sign,
+    a bare number or a unit Go does not know (``"1d"``) would only fail at
+    ``pulumi up``, after the preview passed: refused here instead.
+    """
+    if value is None:
+        return None
+    if (
+        not isinstance(value, str)
+        or not _DURATION.match(value)
+        or not any(float(n) > 0 for n in _DURATION_PART.findall(value))
+    ):
+        raise PodSpecError(
+            f'{setting} must be a positive duration such as "45m", "2h" or "1h30m" '
+            f"(units h, m, s, ms, us, ns), got {value!r}"
+        )
+    return value
+
+
+def user_timeouts(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.CustomTimeouts | None:
+    """The timeouts the user asked for: ``create_timeout``/... args and ``opts.custom_timeouts``.
+
+    The args exist because other languages cannot pass ``customTimeouts`` through the
+    component provider: pulumi 3.272.0's ``ProviderServicer._construct_options``
+    builds a ``CustomTimeouts`` from the request and never assigns it, so
+    ``customTimeouts`` on a GpuJob in TypeScript or YAML is silently dropped. The
+    same timeout given both ways with different values is refused rather than one
+    silently winning.
+    """
+    given = opts.custom_timeouts if opts else None
+    values: dict[str, str | None] = {}
+    for operation in TIMEOUT_OPERATIONS:
+        setting = f"{operation}_timeout"
+        mine = check_duration(getattr(args, setting, None), setting)
+        theirs = getattr(given, operation, None) if given else None
+        if mine and theirs and mine != theirs:
+            raise PodSpecError(
+                f"{setting} is {mine!r} but opts.custom_timeouts.{operation} is {theirs!r}: drop one of them"
+            )
+        values[operation] = mine or theirs
+    return pulumi.CustomTimeouts(**values) if any(values.values()) else None
+
+
 def child_timeouts(default: str, user: pulumi.CustomTimeouts | None) -> pulumi.CustomTimeouts:
     """Our create/update budget, with every timeout the user gave in ``opts.custom_timeouts`` winning."""
     return pulumi.CustomTimeouts(

@@ -53,6 +53,12 @@ class GpuDeploymentArgs:
     """Deprecated: ``False`` is ``security_profile="none"``."""
     check_image_architecture: bool = True
     """Refuse images without a linux/arm64 build before anything is declared (``infra.workloads.images``)."""
+    create_timeout: str | None = None
+    """How long ``pulumi up`` waits for the create (a duration: "90m", "3h"); default 30m (DEPLOYMENT_TIMEOUT)."""
+    update_timeout: str | None = None
+    """How long ``pulumi up`` waits for an update; default 30m (DEPLOYMENT_TIMEOUT)."""
+    delete_timeout: str | None = None
+    """How long ``pulumi destroy`` waits for the deletion; default pulumi-kubernetes' own."""
 
 
 class GpuDeployment(pulumi.ComponentResource):
@@ -71,15 +77,17 @@ class GpuDeployment(pulumi.ComponentResource):
         **kwargs: Any,
     ) -> None:
         args = component.read_args(GpuDeploymentArgs, "GpuDeployment", resource_name, args, kwargs)
+        try:
+            timeouts_given = component.user_timeouts(args, opts)
+        except PodSpecError as error:
+            raise PodSpecError(f"GpuDeployment({resource_name!r}): {error}") from None
         eager_spec = self._eager_check(resource_name, args)
         args = images.check_workload_images(
             f"GpuDeployment({resource_name!r})", args, k8s.apps.v1.DeploymentSpecArgs
         )
 
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
-        timeouts = component.child_timeouts(
-            component.DEPLOYMENT_TIMEOUT, opts.custom_timeouts if opts else None
-        )
+        timeouts = component.child_timeouts(component.DEPLOYMENT_TIMEOUT, timeouts_given)
         child = pulumi.ResourceOptions(parent=self, custom_timeouts=timeouts)
         gpus = check_gpus(args.gpus) if args.gpus is not None else None
         profile = check_profile(args.security_profile, args.security_defaults)

@@ -67,6 +67,12 @@ class GpuJobArgs:
     """Deprecated: ``False`` is ``security_profile="none"``."""
     check_image_architecture: bool = True
     """Refuse images without a linux/arm64 build before anything is declared (``infra.workloads.images``)."""
+    create_timeout: str | None = None
+    """How long ``pulumi up`` waits for the create (a duration: "90m", "3h"); default 60m (JOB_TIMEOUT)."""
+    update_timeout: str | None = None
+    """How long ``pulumi up`` waits for an update; default 60m (JOB_TIMEOUT)."""
+    delete_timeout: str | None = None
+    """How long ``pulumi destroy`` waits for the deletion; default pulumi-kubernetes' own."""
 
 
 class GpuJob(pulumi.ComponentResource):
@@ -84,6 +90,10 @@ class GpuJob(pulumi.ComponentResource):
         **kwargs: Any,
     ) -> None:
         args = component.read_args(GpuJobArgs, "GpuJob", resource_name, args, kwargs)
+        try:
+            timeouts_given = component.user_timeouts(args, opts)
+        except PodSpecError as error:
+            raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
         eager_spec = self._eager_check(resource_name, args)
         args = images.check_workload_images(f"GpuJob({resource_name!r})", args, k8s.batch.v1.JobSpecArgs)
         metadata_in = args.metadata
@@ -107,7 +117,7 @@ class GpuJob(pulumi.ComponentResource):
             raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
 
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
-        timeouts = component.child_timeouts(component.JOB_TIMEOUT, opts.custom_timeouts if opts else None)
+        timeouts = component.child_timeouts(component.JOB_TIMEOUT, timeouts_given)
         child = pulumi.ResourceOptions(
             parent=self,
             custom_timeouts=timeouts,

@@ -290,3 +290,8 @@ def test_a_bad_spec_fails_naming_the_setting(provider: ComponentProvider) -> Non
 
     with pytest.raises(Exception, match="GPU"):
         build(provider, inputs)
+
+
+def test_timeouts_sent_as_inputs_reach_the_deployment(provider: ComponentProvider) -> None:
+    run, _ = build(provider, typescript_inputs(updateTimeout="2h"))
+    assert run.one("kubernetes:apps/v1:Deployment").custom_timeouts == ("30m", "2h", "")

@@ -274,3 +274,10 @@ def test_a_deployment_spec_is_refused_as_a_job_spec(provider: ComponentProvider)
 
     with pytest.raises(Exception, match=r"spec is not a Job spec: unknown field\(s\) \['replicas'\]"):
         build(provider, inputs)
+
+
+def test_timeouts_sent_as_inputs_reach_the_job(provider: ComponentProvider) -> None:
+    # What `createTimeout: 90m` in a YAML program sends; the customTimeouts resource
+    # option would be dropped by the SDK's Construct (test_sdk_limits.py).
+    run, _ = build(provider, typescript_inputs(createTimeout="90m", deleteTimeout="15m"))
+    assert run.one(JOB, "finetune").custom_timeouts == ("90m", "60m", "15m")

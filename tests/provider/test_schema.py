@@ -56,6 +56,9 @@ def test_gpu_deployment_inputs(schema: dict[str, Any]) -> None:
         "rollingUpdateDefaults": PLAIN_BOOLEAN,
         "securityDefaults": PLAIN_BOOLEAN,
         "checkImageArchitecture": PLAIN_BOOLEAN,
+        "createTimeout": PLAIN_STRING,
+        "updateTimeout": PLAIN_STRING,
+        "deleteTimeout": PLAIN_STRING,
     }
     assert resource["requiredInputs"] == ["spec"]
 
@@ -74,6 +77,9 @@ def test_gpu_job_inputs(schema: dict[str, Any]) -> None:
         "waitForCompletion": PLAIN_BOOLEAN,
         "securityDefaults": PLAIN_BOOLEAN,
         "checkImageArchitecture": PLAIN_BOOLEAN,
+        "createTimeout": PLAIN_STRING,
+        "updateTimeout": PLAIN_STRING,
+        "deleteTimeout": PLAIN_STRING,
     }
     assert resource["requiredInputs"] == ["spec"]
 

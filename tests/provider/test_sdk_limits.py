@@ -90,3 +90,16 @@ def test_integer_inputs_still_arrive_as_floats() -> None:
 
     mapped = provider.map_inputs({"gpus": 1.0}, provider._component_defs["Probe"])
     assert type(mapped["gpus"]) is float  # the int() conversion is overwritten on the next line
+
+
+def test_custom_timeouts_of_a_construct_request_are_dropped() -> None:
+    # Construct builds CustomTimeouts from the request and never assigns them: a
+    # TypeScript or YAML `customTimeouts` option on a component is lost. Hence the
+    # createTimeout/updateTimeout/deleteTimeout inputs.
+    from pulumi.provider.server import ProviderServicer
+    from pulumi.runtime import proto
+
+    request = proto.ConstructRequest(
+        customTimeouts=proto.ConstructRequest.CustomTimeouts(create="90m", update="2h", delete="5m")
+    )
+    assert ProviderServicer._construct_options(request).custom_timeouts is None

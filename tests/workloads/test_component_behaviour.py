@@ -76,6 +76,56 @@ def test_the_users_custom_timeouts_win_one_by_one() -> None:
     assert timeouts[("kubernetes:batch/v1:Job", "train")] == ("2h", "60m", "5m")
 
 
+def test_timeout_args_reach_the_children_like_custom_timeouts() -> None:
+    timeouts = _timeouts(
+        lambda: (
+            GpuDeployment("llm", spec=deployment_spec(), update_timeout="45m"),
+            GpuJob("train", {"spec": JOB_SPEC, "createTimeout": "1h30m", "deleteTimeout": "10m"}),
+        )
+    )
+    assert timeouts[(DEPLOYMENT, "llm")] == ("30m", "45m", "")
+    assert timeouts[("kubernetes:batch/v1:Job", "train")] == ("1h30m", "60m", "10m")
+
+
+def test_a_timeout_given_as_an_arg_and_in_opts_must_agree(run) -> None:
+    opts = pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create="2h"))
+    same = _timeouts(lambda: GpuJob("train", spec=JOB_SPEC, create_timeout="2h", opts=opts))
+    assert same[("kubernetes:batch/v1:Job", "train")] == ("2h", "60m", "")
+    caught: list[str] = []
+
+    def program() -> None:
+        with pytest.raises(PodSpecError) as raised:
+            GpuJob("train", spec=JOB_SPEC, create_timeout="3h", opts=opts)
+        caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert caught == [
+        "GpuJob('train'): create_timeout is '3h' but opts.custom_timeouts.create is '2h': drop one of them"
+    ]
+
+
+@pytest.mark.parametrize("value", ["1d", "45", "-5m", "0s", "0h0m", "5 m", "", 45, "m"])
+def test_a_timeout_that_is_not_a_go_duration_is_refused_before_anything_is_declared(run, value: Any) -> None:
+    caught: list[str] = []
+
+    def program() -> None:
+        for component, spec in ((GpuDeployment, deployment_spec()), (GpuJob, JOB_SPEC)):
+            with pytest.raises(PodSpecError) as raised:
+                component("x", spec=spec, delete_timeout=value)
+            caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert len(caught) == 2
+    assert all("delete_timeout must be a positive duration such as" in message for message in caught)
+
+
+@pytest.mark.parametrize("value", ["30m", "2h", "1h30m", "90s", "1.5h", "500ms", ".5h"])
+def test_go_durations_are_accepted(value: str) -> None:
+    from infra.workloads.component import check_duration
+
+    assert check_duration(value, "create_timeout") == value
+
+
 def test_name_and_namespace_resolve_under_mocks_that_echo_inputs() -> None:
     seen: list[Any] = []
 
