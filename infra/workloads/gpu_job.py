@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.workloads import component, images
-from infra.workloads.job import place_job_checked
+from infra.workloads.job import check_indexed_job_name, place_job_checked
 from infra.workloads.placement import Placement, PlacementError
 from infra.workloads.podspec import check_gpus
 from infra.workloads.security import check_profile
@@ -136,7 +136,9 @@ class GpuJob(pulumi.ComponentResource):
             spec = eager_spec
         else:
             spec = component.final_inputs(args.spec, args.placement, k8s.batch.v1.JobSpecArgs).apply(
-                lambda both: place_job_checked(both[0], both[1], gpus, pool=args.pool, profile=profile)
+                lambda both: _placed_and_named(
+                    resource_name, both[0], both[1], gpus, args.pool, profile, _known_name(args.metadata)
+                )
             )
         self.job = k8s.batch.v1.Job(resource_name, metadata=metadata, spec=spec, opts=child)
         self.name = component.name_output(self.job, resource_name)
@@ -159,11 +161,40 @@ class GpuJob(pulumi.ComponentResource):
             spec = component.wire_or_unknown(args.spec, k8s.batch.v1.JobSpecArgs)
             if not known(spec):
                 return UNKNOWN
-            return place_job_checked(
+            placed = place_job_checked(
                 spec, placement, gpus, pool=args.pool, profile=profile, placement_known=placement_known
             )
+            check_indexed_job_name(_known_name(args.metadata), spec)
+            return placed
         except (PodSpecError, PlacementError, WireError) as error:
             raise type(error)(f"GpuJob({resource_name!r}): {error}") from None
+
+
+def _known_name(metadata: Any) -> str | None:
+    """``metadata.name`` if it is known now (a string), else None (auto-named, or an Output)."""
+    from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
+
+    wire = to_wire(metadata, ObjectMetaArgs, unknown=UNKNOWN) if metadata is not None else {}
+    name = wire.get("name") if known(wire) and isinstance(wire, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+def _placed_and_named(
+    resource_name: str,
+    spec: Any,
+    placement: Placement,
+    gpus: int | None,
+    pool: str | None,
+    profile: str | None,
+    name: str | None,
+) -> dict[str, Any]:
+    """The placed Job spec once its Outputs resolved, with the checks that needed them."""
+    try:
+        placed = place_job_checked(spec, placement, gpus, pool=pool, profile=profile)
+        check_indexed_job_name(name, spec)
+    except PodSpecError as error:
+        raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
+    return placed
 
 
 def _replace_on_changes(opts: pulumi.ResourceOptions | None) -> list[str]:

@@ -8,6 +8,7 @@ rather than after a GPU node was scaled up for it.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,6 +47,9 @@ JOB_RESTART_POLICIES = ("Never", "OnFailure")
 DEFAULT_JOB_RESTART_POLICY = "Never"
 """A failed pod is replaced by a new one (counted against backoffLimit) rather than restarted in place."""
 COMPLETION_MODES = ("NonIndexed", "Indexed")
+POD_REPLACEMENT_POLICIES = ("TerminatingOrFailed", "Failed")
+DNS_LABEL_MAX = 63
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _COUNTS = ("activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex", "completions", "maxFailedIndexes")
 _COUNTS += ("parallelism", "ttlSecondsAfterFinished")
 
@@ -57,9 +61,11 @@ def _check_counts(spec: Mapping[str, Any]) -> None:
             continue
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        minimum = 1 if field == "activeDeadlineSeconds" else 0
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise PodSpecError(f"spec.{field} must be a whole number >= {minimum}, got {spec[field]!r}")
+        # All of them, activeDeadlineSeconds included, are ValidateNonnegativeField in
+        # pkg/apis/batch/validation (its doc says "positive", the API accepts 0: a Job
+        # that is past its deadline at once).
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise PodSpecError(f"spec.{field} must be a whole number >= 0, got {spec[field]!r}")
 
 
 def _check_indexed(spec: Mapping[str, Any]) -> None:
@@ -73,12 +79,65 @@ def _check_indexed(spec: Mapping[str, Any]) -> None:
             raise PodSpecError(
                 "spec.completions is required when spec.completionMode is Indexed: it is the number of indexes"
             )
+        if spec.get("maxFailedIndexes") is not None and spec.get("backoffLimitPerIndex") is None:
+            raise PodSpecError(
+                "spec.maxFailedIndexes needs spec.backoffLimitPerIndex (the API refuses it otherwise): "
+                "failed indexes are only counted per index"
+            )
+        completions, most = spec.get("completions"), spec.get("maxFailedIndexes")
+        if _whole(completions) and _whole(most) and most > completions:
+            raise PodSpecError(
+                f"spec.maxFailedIndexes ({most}) must be at most spec.completions ({completions}): "
+                "the API refuses more"
+            )
         return
     for field in ("backoffLimitPerIndex", "maxFailedIndexes", "successPolicy"):
         if spec.get(field) is not None:
             raise PodSpecError(
                 f"spec.{field} needs spec.completionMode: Indexed (the API refuses it otherwise)"
             )
+
+
+def _whole(value: Any) -> bool:
+    return known(value) and isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_replacement_policy(spec: Mapping[str, Any]) -> None:
+    """``podReplacementPolicy``: one of two values, and only ``Failed`` beside a ``podFailurePolicy``."""
+    policy = spec.get("podReplacementPolicy")
+    if not known(policy) or policy is None:
+        return
+    if policy not in POD_REPLACEMENT_POLICIES:
+        raise PodSpecError(
+            f"spec.podReplacementPolicy must be one of {', '.join(POD_REPLACEMENT_POLICIES)}, got {policy!r}"
+        )
+    failure_policy = spec.get("podFailurePolicy")
+    if failure_policy is not None and policy != "Failed":
+        raise PodSpecError(
+            f"spec.podReplacementPolicy {policy!r} beside spec.podFailurePolicy: the API accepts only "
+            "'Failed' there; set it to Failed or remove it (it then defaults to Failed)"
+        )
+
+
+def check_indexed_job_name(name: Any, spec: Any) -> None:
+    """An Indexed Job's last pod hostname, ``<name>-<completions - 1>``, must be a DNS label.
+
+    The API checks it at create (``ValidateJob``): otherwise the controller could
+    never create the last pods. Skipped when the name is not known (auto-named: the
+    name gets a random 8-character suffix the check cannot see; or an Output).
+    """
+    if not isinstance(name, str) or not isinstance(spec, Mapping) or spec.get("completionMode") != "Indexed":
+        return
+    completions = spec.get("completions")
+    if not _whole(completions) or completions <= 0:
+        return
+    hostname = f"{name}-{completions - 1}"
+    if len(hostname) > DNS_LABEL_MAX or not _DNS_LABEL.match(hostname):
+        raise PodSpecError(
+            f"metadata.name {name!r}: an Indexed Job names its pods' hostnames <name>-<index>, and "
+            f"{hostname!r} is not a valid DNS label (lowercase alphanumerics and '-', at most "
+            f"{DNS_LABEL_MAX} characters); the API refuses the Job. Use a shorter name"
+        )
 
 
 def _restart_policy(template: dict[str, Any], spec: Mapping[str, Any]) -> None:
@@ -112,6 +171,14 @@ def _check_selector(spec: Mapping[str, Any], template: Mapping[str, Any]) -> Non
             "spec.selector is required with spec.manualSelector: true; set it to the template's labels, "
             "or drop manualSelector and let Kubernetes generate a unique one"
         )
+    if selector is not None and known(manual) and manual is not True:
+        # Without manualSelector the API adds its generated controller-uid label to the
+        # selector and refuses one that selects anything but the generated labels.
+        raise PodSpecError(
+            "spec.selector is only accepted with spec.manualSelector: true (the API generates a unique "
+            "selector and refuses one of yours otherwise); remove spec.selector, or set manualSelector: true "
+            "if you really manage the labels yourself"
+        )
     if selector is not None:
         # Whether given or generated, the API requires the selector to match the template.
         check_selector_matches(selector, template.get("metadata"), "Job")
@@ -136,6 +203,7 @@ def place_job_checked(
         )
     _check_counts(spec)
     _check_indexed(spec)
+    _check_replacement_policy(spec)
     result = copy.deepcopy(dict(spec))
     template = place_template(
         result, "Job", placement, gpus, pool=pool, profile=profile, placement_known=placement_known

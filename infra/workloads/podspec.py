@@ -23,6 +23,7 @@ from infra.workloads.placement import (
     whole_number,
 )
 from infra.workloads.pools import apply_pool, check_affinity
+from infra.workloads.quantity import QuantityError, parse_quantity
 from infra.workloads.scheduling import match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
 from infra.workloads.wire import WireError, is_args, output_path, to_wire
@@ -63,14 +64,24 @@ def to_kubernetes_form(value: Any, typ: Any, where: str, caller: str) -> Any:
 
 
 def _quantity(value: Any, where: str) -> int | Any:
-    """An nvidia.com/gpu quantity as an int; GPUs are not divisible."""
+    """An nvidia.com/gpu quantity as an int; GPUs are not divisible.
+
+    Strings are read as the API reads quantities (:mod:`infra.workloads.quantity`):
+    ``"1000m"`` and ``"1e0"`` are one GPU there, so they are here; ``"500m"`` is
+    half a GPU, which the API refuses for an extended resource.
+    """
     if not known(value):
         return UNKNOWN
     number: Any = value
     if isinstance(value, float) and value.is_integer():
         number = int(value)
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
+    elif isinstance(value, str):
+        try:
+            parsed = parse_quantity(value)
+        except QuantityError:
+            parsed = None
+        if parsed is not None and parsed.denominator == 1:
+            number = int(parsed)
     if isinstance(number, bool) or not isinstance(number, int):
         raise PodSpecError(
             f'{where} must be a whole number of GPUs (e.g. 1 or "1"), got {value!r}: '

@@ -3,12 +3,16 @@ and the defaults never create such a combination themselves."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
+import pulumi
 import pytest
 
-from infra import GpuDeployment, PodSpecError
+from infra import GpuDeployment, GpuJob, PodSpecError
 from infra.workloads.deployment import place_deployment_spec
 from infra.workloads.job import place_job_spec
 from infra.workloads.podspec import place_pod_spec
+from infra.workloads.quantity import QuantityError, parse_quantity
 from tests.conftest import deployment_spec
 
 
@@ -88,10 +92,54 @@ def test_without_rollout_defaults_nothing_is_added() -> None:
 # --- GPU quantities, init containers ---
 
 
-@pytest.mark.parametrize("quantity", ["1.5", 0.5, "500m", "1Gi", True])
+@pytest.mark.parametrize("quantity", ["1.5", 0.5, "500m", "1500m", "1e-1", "1 ", "one", "", True])
 def test_gpu_quantities_must_be_whole_numbers(quantity: object) -> None:
     with pytest.raises(PodSpecError, match=r"must be a whole number of GPUs"):
         place_pod_spec({"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": quantity}}}]})
+
+
+@pytest.mark.parametrize(("quantity", "gpus"), [("1000m", 1), ("1e0", 1), ("2", 2), ("+2", 2), ("2000m", 2)])
+def test_gpu_quantities_the_api_reads_as_whole_numbers_are_accepted(quantity: str, gpus: int) -> None:
+    # The API parses quantities (resource.ParseQuantity): "1000m" and "1e0" are one GPU.
+    pod = place_pod_spec(
+        {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": quantity}}}]}, gpus=gpus
+    )
+    assert pod["containers"][0]["resources"] == {
+        "limits": {"nvidia.com/gpu": quantity},
+        "requests": {"nvidia.com/gpu": quantity},
+    }
+    with pytest.raises(
+        PodSpecError, match=rf"gpus=3 but the containers already declare nvidia.com/gpu {gpus} "
+    ):
+        place_pod_spec(
+            {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": quantity}}}]}, gpus=3
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1", 1),
+        ("1000m", 1),
+        ("1e0", 1),
+        ("1E3", 1000),
+        ("500m", Fraction(1, 2)),
+        ("1Ki", 1024),
+        ("1.5k", 1500),
+        (".5", Fraction(1, 2)),
+        ("5.", 5),
+        ("-2", -2),
+        ("2e-1", Fraction(1, 5)),
+    ],
+)
+def test_quantities_are_parsed_exactly_as_kubernetes_does(text: str, value: Fraction) -> None:
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "1 ", " 1", "1.5.0", "1KiB", "1ki", "e3", "1e", "1e999", "1m2", "0x10"])
+def test_text_that_is_not_a_quantity_is_refused(text: str) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
 
 
 def test_an_integral_float_quantity_is_one_gpu_count() -> None:
@@ -190,6 +238,48 @@ JOB_TEMPLATE = {
             "completionMode must be one of NonIndexed, Indexed",
         ),
         ({"backoffLimitPerIndex": 1, "template": JOB_TEMPLATE}, "needs spec.completionMode: Indexed"),
+        (
+            {"selector": {"matchLabels": {"job": "train"}}, "template": JOB_TEMPLATE},
+            r"spec.selector is only accepted with spec.manualSelector: true",
+        ),
+        (
+            {
+                "manualSelector": False,
+                "selector": {"matchLabels": {"job": "train"}},
+                "template": JOB_TEMPLATE,
+            },
+            r"spec.selector is only accepted with spec.manualSelector: true",
+        ),
+        (
+            {"completionMode": "Indexed", "completions": 4, "maxFailedIndexes": 1, "template": JOB_TEMPLATE},
+            r"spec.maxFailedIndexes needs spec.backoffLimitPerIndex",
+        ),
+        (
+            {
+                "completionMode": "Indexed",
+                "completions": 4,
+                "backoffLimitPerIndex": 1,
+                "maxFailedIndexes": 5,
+                "template": JOB_TEMPLATE,
+            },
+            r"spec.maxFailedIndexes \(5\) must be at most spec.completions \(4\)",
+        ),
+        (
+            {
+                "podFailurePolicy": {"rules": []},
+                "podReplacementPolicy": "TerminatingOrFailed",
+                "template": JOB_TEMPLATE,
+            },
+            r"spec.podReplacementPolicy 'TerminatingOrFailed' beside spec.podFailurePolicy",
+        ),
+        (
+            {"podReplacementPolicy": "Always", "template": JOB_TEMPLATE},
+            r"spec.podReplacementPolicy must be one of TerminatingOrFailed, Failed",
+        ),
+        (
+            {"activeDeadlineSeconds": -1, "template": JOB_TEMPLATE},
+            r"spec.activeDeadlineSeconds must be a whole",
+        ),
         ({"parallelism": -1, "template": JOB_TEMPLATE}, r"spec.parallelism must be a whole number >= 0"),
         ({"backoffLimit": 1.5, "template": JOB_TEMPLATE}, r"spec.backoffLimit must be a whole number >= 0"),
     ],
@@ -197,6 +287,39 @@ JOB_TEMPLATE = {
 def test_job_specs_the_api_refuses_are_refused(spec: dict, message: str) -> None:
     with pytest.raises(PodSpecError, match=message):
         place_job_spec(spec)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"activeDeadlineSeconds": 0},  # ValidateNonnegativeField: the API accepts 0
+        {"manualSelector": True, "selector": {"matchLabels": {"job": "train"}}},
+        {"podFailurePolicy": {"rules": []}, "podReplacementPolicy": "Failed"},
+        {"podReplacementPolicy": "TerminatingOrFailed"},
+        {"completionMode": "Indexed", "completions": 4, "backoffLimitPerIndex": 1, "maxFailedIndexes": 4},
+    ],
+)
+def test_job_specs_the_api_accepts_are_accepted(spec: dict) -> None:
+    placed = place_job_spec({**spec, "template": JOB_TEMPLATE})
+    assert {k: v for k, v in placed.items() if k != "template"} == spec
+
+
+def test_an_indexed_job_whose_last_pod_hostname_is_no_dns_label_is_refused(run) -> None:
+    spec = {"completionMode": "Indexed", "completions": 100, "template": JOB_TEMPLATE}
+    caught: list[str] = []
+
+    def program() -> None:
+        with pytest.raises(PodSpecError) as raised:
+            GpuJob("sweep", spec=spec, metadata={"name": "s" * 61})  # "sss...-99" is 64 characters
+        caught.append(str(raised.value))
+        GpuJob("ok", spec=spec, metadata={"name": "s" * 60})  # 63: fits
+        GpuJob("auto", spec=spec)  # auto-named: Pulumi's suffix is not known here, skipped
+        GpuJob("unknown", spec=spec, metadata={"name": pulumi.Output.from_input("s" * 61)})  # not known
+
+    names = [r.name for r in run(program).of_type("kubernetes:batch/v1:Job")]
+    assert sorted(names) == ["auto", "ok", "unknown"]
+    assert caught[0].startswith("GpuJob('sweep'): metadata.name 'sss")
+    assert "is not a valid DNS label" in caught[0]
 
 
 def test_refusals_reach_the_component_before_anything_is_declared(run) -> None:

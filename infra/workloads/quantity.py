@@ -1,0 +1,59 @@
+"""Kubernetes resource quantities (``"1"``, ``"1000m"``, ``"1e0"``, ``"2Ki"``) as exact numbers.
+
+The GPU checks must accept what the API accepts for ``nvidia.com/gpu`` and refuse
+what it refuses. The API reads a quantity with ``resource.ParseQuantity``
+(apimachinery ``pkg/api/resource/quantity.go``) and, for an extended resource,
+refuses any value that is not a whole number. A Python int/float check alone would
+refuse ``"1000m"`` and ``"1e0"``, which are one GPU to the API; this module parses
+the grammar and returns a :class:`fractions.Fraction`, so "whole" is decided
+exactly, never through float rounding. No library for this is installed with the
+workloads (``pulumi`` + ``pulumi-kubernetes`` only), hence this small parser.
+
+The grammar, from ``quantity.go``::
+
+    <quantity>        ::= <signedNumber><suffix>
+    <signedNumber>    ::= <number> | <sign><number>
+    <sign>            ::= "+" | "-"
+    <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
+    <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI>
+    <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei
+    <decimalSI>       ::= m | "" | k | M | G | T | P | E
+    <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_QUANTITY = re.compile(
+    r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
+    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exponent>[+-]?\d+)|(?P<decimal>m|k|M|G|T|P|E)?)$"
+)
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL = {None: 0, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+MAX_EXPONENT = 64
+"""Decimal exponents beyond this are refused: no real quantity needs them, and 10**huge costs time."""
+
+
+class QuantityError(ValueError):
+    """Not a Kubernetes quantity."""
+
+
+def parse_quantity(text: str) -> Fraction:
+    """``text`` as an exact number: ``"1000m"`` -> 1, ``"1e0"`` -> 1, ``"500m"`` -> 1/2, ``"1Ki"`` -> 1024."""
+    match = _QUANTITY.match(text) if isinstance(text, str) else None  # no spaces: the API allows none
+    if match is None:
+        raise QuantityError(f"{text!r} is not a Kubernetes quantity")
+    value = Fraction(match["number"])
+    if match["binary"]:
+        value *= 2 ** _BINARY[match["binary"]]
+    else:
+        exponent = int(match["exponent"]) if match["exponent"] is not None else _DECIMAL[match["decimal"]]
+        if abs(exponent) > MAX_EXPONENT:
+            raise QuantityError(f"{text!r}: exponent {exponent} is out of range")
+        value *= Fraction(10) ** exponent
+    return -value if match["sign"] == "-" else value
+
+
+__all__ = ["QuantityError", "parse_quantity"]
