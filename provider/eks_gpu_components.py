@@ -98,6 +98,8 @@ class GpuJobArgs(TypedDict):
     """securityContext defaults, your values always winning: "baseline" (default; "restricted" when the spec already runs as non-root), "restricted" or "none"."""
     wait_for_completion: NotRequired[bool]
     """Wait in `pulumi up` until the Job completes (default true); false adds the annotation pulumi.com/skipAwait: "true"."""
+    replace_unready: NotRequired[bool]
+    """Replace the Job on the next `pulumi up` if it failed (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). Needs waitForCompletion true."""
     security_defaults: NotRequired[bool]
     """Deprecated: use securityProfile. false is securityProfile "none"; it may not contradict securityProfile."""
     check_image_architecture: NotRequired[bool]

@@ -26,6 +26,8 @@ from infra.workloads.wire import WireError, has_outputs, to_wire
 TYPE_TOKEN = "eks-gpu:index:GpuJob"
 SKIP_AWAIT = "pulumi.com/skipAwait"
 """pulumi-kubernetes' annotation: declare the Job and return without waiting for it to complete."""
+REPLACE_UNREADY = "pulumi.com/replaceUnready"
+"""pulumi-kubernetes' annotation: replace the Job on the next update if it is not ready (it failed)."""
 REPLACE_ON_CHANGES = (
     "spec.completionMode",
     "spec.podFailurePolicy",
@@ -63,6 +65,12 @@ class GpuJobArgs:
     """``baseline`` (default; ``restricted`` when the spec already runs as non-root), ``restricted`` or ``none``."""
     wait_for_completion: bool = True
     """Wait in ``pulumi up`` until the Job completes; ``False`` adds ``pulumi.com/skipAwait: "true"``."""
+    replace_unready: bool = False
+    """Replace the Job on the next ``pulumi up`` if it failed (``pulumi.com/replaceUnready: "true"``).
+
+    Without it a failed Job stays as it is until its spec changes. Needs
+    ``wait_for_completion`` (pulumi-kubernetes only knows a Job failed if it waited).
+    """
     security_defaults: bool | None = None
     """Deprecated: ``False`` is ``security_profile="none"``."""
     check_image_architecture: bool = True
@@ -113,6 +121,11 @@ class GpuJob(pulumi.ComponentResource):
                 {} if args.wait_for_completion else {SKIP_AWAIT: "true"},
                 "wait_for_completion=False",
             )
+            metadata = component.with_annotations(
+                metadata,
+                {REPLACE_UNREADY: "true"} if args.replace_unready else {},
+                "replace_unready=True",
+            )
         except PodSpecError as error:
             raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
 
@@ -155,8 +168,14 @@ class GpuJob(pulumi.ComponentResource):
             gpus = check_gpus(args.gpus) if args.gpus is not None else None
             profile = check_profile(args.security_profile, args.security_defaults)
             component.check_flag(args.wait_for_completion, "wait_for_completion")
+            component.check_flag(args.replace_unready, "replace_unready")
             if not args.wait_for_completion:
                 _refuse_fixed_name(args.metadata)
+                if args.replace_unready:
+                    raise PodSpecError(
+                        "replace_unready=True needs wait_for_completion=True: pulumi-kubernetes only learns "
+                        "that a Job failed by waiting for it"
+                    )
             placement, placement_known = component.eager_placement(args.placement)
             spec = component.wire_or_unknown(args.spec, k8s.batch.v1.JobSpecArgs)
             if not known(spec):
@@ -224,4 +243,4 @@ def _refuse_fixed_name(metadata: Any) -> None:
         )
 
 
-__all__ = ["REPLACE_ON_CHANGES", "SKIP_AWAIT", "TYPE_TOKEN", "GpuJob", "GpuJobArgs"]
+__all__ = ["REPLACE_ON_CHANGES", "REPLACE_UNREADY", "SKIP_AWAIT", "TYPE_TOKEN", "GpuJob", "GpuJobArgs"]

@@ -281,3 +281,8 @@ def test_timeouts_sent_as_inputs_reach_the_job(provider: ComponentProvider) -> N
     # option would be dropped by the SDK's Construct (test_sdk_limits.py).
     run, _ = build(provider, typescript_inputs(createTimeout="90m", deleteTimeout="15m"))
     assert run.one(JOB, "finetune").custom_timeouts == ("90m", "60m", "15m")
+
+
+def test_replace_unready_reaches_the_job_as_its_annotation(provider: ComponentProvider) -> None:
+    run, _ = build(provider, typescript_inputs(replaceUnready=True))
+    assert job_of(run)["metadata"]["annotations"] == {"team": "research", "pulumi.com/replaceUnready": "true"}

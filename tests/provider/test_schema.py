@@ -75,6 +75,7 @@ def test_gpu_job_inputs(schema: dict[str, Any]) -> None:
         "pool": PLAIN_STRING,
         "securityProfile": PLAIN_STRING,
         "waitForCompletion": PLAIN_BOOLEAN,
+        "replaceUnready": PLAIN_BOOLEAN,
         "securityDefaults": PLAIN_BOOLEAN,
         "checkImageArchitecture": PLAIN_BOOLEAN,
         "createTimeout": PLAIN_STRING,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from infra import GpuJob, GpuJobArgs, PodSpecError, place_job_spec
 from infra.tooling.manifests import manifest_of, validate_manifest
-from infra.workloads.gpu_job import REPLACE_ON_CHANGES, TYPE_TOKEN
+from infra.workloads.gpu_job import REPLACE_ON_CHANGES, REPLACE_UNREADY, TYPE_TOKEN
 from infra.workloads.placement import DEFAULT_PLACEMENT
 from infra.workloads.scheduling import Node, placeable_on
 from tests.conftest import KUBERNETES_VERSION, gpu_node, system_node
@@ -113,6 +113,39 @@ def test_not_waiting_for_completion_adds_skip_await_beside_the_users_annotations
     }
     waiting = _job(run(lambda: GpuJob("t", spec=job_spec(), metadata={**metadata, "name": "train"})))
     assert waiting["metadata"] == {**metadata, "name": "train"}
+
+
+def test_replace_unready_annotates_the_job_so_a_failed_one_is_replaced(run) -> None:
+    metadata = {"name": "train", "annotations": {"team": "ml"}}
+    job = _job(run(lambda: GpuJob("t", spec=job_spec(), metadata=metadata, replace_unready=True)))
+    assert job["metadata"] == {"name": "train", "annotations": {"team": "ml", REPLACE_UNREADY: "true"}}
+    assert "metadata" not in _job(run(lambda: GpuJob("t", spec=job_spec())))  # default: no annotation
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"replace_unready": True, "wait_for_completion": False},
+            "replace_unready=True needs wait_for_completion",
+        ),
+        ({"replace_unready": "yes"}, "replace_unready must be true or false"),
+        (
+            {"replace_unready": True, "metadata": {"annotations": {REPLACE_UNREADY: "false"}}},
+            r"is 'false' but replace_unready=True means 'true'",
+        ),
+    ],
+)
+def test_replace_unready_is_refused_where_it_cannot_work(run, kwargs: dict, message: str) -> None:
+    caught: list[str] = []
+
+    def program() -> None:
+        with pytest.raises(PodSpecError) as raised:
+            GpuJob("t", spec=job_spec(), **kwargs)
+        caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert re.search(message, caught[0]), caught[0]
 
 
 def test_the_child_job_is_replaced_on_immutable_fields_and_deleted_first(run) -> None:
