@@ -120,3 +120,20 @@ def test_the_inputs_are_exactly_the_components_arguments(schema: dict[str, Any],
         f"infra.workloads.{dataclass.__name__} changed: make {typed_dict} in "
         f"provider/eks_gpu_components.py list the same fields, then update the expected inputs here"
     )
+
+
+def test_the_provider_environment_can_check_private_ecr_images() -> None:
+    # The CLI builds provider/.venv from provider/requirements.txt alone; without boto3
+    # there, EcrCredentials can get no token and every private ECR image of a
+    # TypeScript/Go/YAML stack is "not checked". Pinned to the botocore the repository
+    # tests with (boto3 and botocore share release numbers).
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    provider_requirements = (root / "provider" / "requirements.txt").read_text()
+    dev_requirements = (root / "requirements-dev.txt").read_text()
+    boto3 = re.search(r"^boto3==(\S+)$", provider_requirements, re.MULTILINE)
+    botocore = re.search(r"^botocore==(\S+)$", dev_requirements, re.MULTILINE)
+    assert boto3 is not None, "provider/requirements.txt must pin boto3"
+    assert botocore is not None and boto3.group(1) == botocore.group(1)
