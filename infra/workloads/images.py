@@ -233,6 +233,8 @@ class ImageChecker:
                 result = error
                 if error.kind == "unreachable":
                     self._down[ref.host] = error  # one timeout per dead registry, not one per image
+            except Exception as error:  # a bug or an answer nobody foresaw: never fail the program
+                result = RegistryError("protocol", f"{ref}: {type(error).__name__}: {error}")
             self._results[key] = result
             return result
 

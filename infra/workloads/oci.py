@@ -40,6 +40,7 @@ import re
 import ssl
 import time
 import urllib.parse
+import urllib.request
 from base64 import b64decode, b64encode
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +74,10 @@ USER_AGENT = "eks-gpu-infra-image-check/1"
 
 _DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
+_REGISTRY_HOST = re.compile(
+    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
+    r"|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$"
+)
 _REPO_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 
 
@@ -143,6 +148,14 @@ def parse_reference(image: str) -> Reference:
         path, tag = path[:colon], path[colon + 1 :]
         if not _TAG.match(tag):
             raise ReferenceError(f"image {image!r}: tag {tag!r} is not valid")
+    if registry != DOCKER_HUB and not _REGISTRY_HOST.match(registry):
+        # Docker's grammar: domain[:port], port digits only. "reg:abc/img" names no
+        # registry any runtime could pull from.
+        raise ReferenceError(f"image {image!r}: {registry!r} is not a registry host[:port]")
+    try:
+        split_host(registry)
+    except ValueError as error:
+        raise ReferenceError(f"image {image!r}: {error}") from None
     if registry in ("index.docker.io", "registry-1.docker.io"):
         registry = DOCKER_HUB
     if registry == DOCKER_HUB and "/" not in path:
@@ -155,7 +168,10 @@ def parse_reference(image: str) -> Reference:
 
 
 def split_host(host: str) -> tuple[str, int | None]:
-    """``"[::1]:5000"`` -> ``("::1", 5000)``; ``"nvcr.io"`` -> ``("nvcr.io", None)``."""
+    """``"[::1]:5000"`` -> ``("::1", 5000)``; ``"nvcr.io"`` -> ``("nvcr.io", None)``.
+
+    Raises :class:`ValueError` for a port that is not a number (``"reg:abc"``).
+    """
     if host.startswith("["):
         end = host.find("]")
         name, port = host[1:end], host[end + 2 :] if host[end + 1 : end + 2] == ":" else ""
@@ -163,12 +179,17 @@ def split_host(host: str) -> tuple[str, int | None]:
         name, port = host.split(":")
     else:
         name, port = host, ""
+    if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        raise ValueError(f"{host!r}: port {port!r} is not a number from 0 to 65535")
     return name, int(port) if port else None
 
 
 def is_loopback(host: str) -> bool:
     """True for registries on this machine: ``localhost``, 127.0.0.0/8, ``[::1]`` (with or without port)."""
-    name, _ = split_host(host)
+    try:
+        name, _ = split_host(host)
+    except ValueError:
+        return False
     if name.lower() == "localhost":
         return True
     try:
@@ -388,13 +409,21 @@ class RegistryClient:
         self, ref: Reference, path: str, headers: dict[str, str], purpose: str, limit: int, stop: float
     ) -> tuple[int, dict[str, str], bytes]:
         key = (ref.host, ref.repository)
+        fresh = False
         if key not in self._auth:
             self._authorize_ahead(ref, stop)
+            fresh = key in self._auth
         url = self._base(ref.host) + path
         sent = self._auth.get(key)
         status, answer, body = self._request(url, headers, sent, purpose, limit, stop)
-        if status == 401 and sent is None:  # a token we just got and was refused stays refused
-            challenge = parse_challenge(answer.get("www-authenticate", ""))
+        # No credentials yet: answer the challenge. A token cached by an earlier request
+        # may have expired (Docker Hub's last 5 minutes): drop it and ask once more. A
+        # token got for this very request and refused stays refused (a private image).
+        if status == 401 and (sent is None or not fresh):
+            self._auth.pop(key, None)
+            header = answer.get("www-authenticate", "")
+            known_challenge = self._challenges.get(ref.host)
+            challenge = parse_challenge(header) if header or known_challenge is None else known_challenge
             self._challenges[ref.host] = challenge
             self._auth[key] = self._authorize(ref, challenge, stop)
             status, answer, body = self._request(url, headers, self._auth[key], purpose, limit, stop)
@@ -499,9 +528,21 @@ class RegistryClient:
         if remaining <= 0:
             raise RegistryError("unreachable", f"{parts.netloc}: no answer within {self.deadline:g} s")
         timeout = min(self.timeout, remaining)
-        name, port = split_host(parts.netloc)
+        try:
+            name, port = split_host(parts.netloc)
+        except ValueError as error:
+            raise RegistryError("protocol", str(error)) from None
         connection: http.client.HTTPConnection
-        if parts.scheme == "https":
+        proxy = https_proxy_for(parts.netloc) if parts.scheme == "https" else None
+        if proxy is not None:
+            # CONNECT through the proxy, then TLS to the registry inside the tunnel
+            # (certificate checked against the registry's name, as without a proxy).
+            proxy_host, proxy_port, proxy_headers = proxy
+            connection = http.client.HTTPSConnection(
+                proxy_host, proxy_port, timeout=timeout, context=self.ssl_context
+            )
+            connection.set_tunnel(name, port or 443, headers=proxy_headers)
+        elif parts.scheme == "https":
             connection = http.client.HTTPSConnection(name, port, timeout=timeout, context=self.ssl_context)
         else:
             connection = http.client.HTTPConnection(name, port, timeout=timeout)
@@ -521,6 +562,45 @@ class RegistryClient:
             raise RegistryError("unreachable", f"{parts.netloc}: {type(error).__name__}: {error}") from None
         finally:
             connection.close()
+
+
+def https_proxy_for(netloc: str) -> tuple[str, int, dict[str, str]] | None:
+    """The proxy to CONNECT through for ``netloc``, from ``HTTPS_PROXY``/``NO_PROXY``; None to go direct.
+
+    Read per request with :func:`urllib.request.getproxies` and
+    :func:`urllib.request.proxy_bypass`, as ``pip``, ``requests`` and ``boto3`` do, so
+    a preview behind a corporate proxy reaches registries the way the rest of the
+    toolchain does. Loopback registries never go through a proxy (as in Go's
+    ``net/http``, which Docker and the Pulumi CLI use). Only ``http://`` proxies
+    are supported (the usual kind: TLS to the registry runs inside the tunnel);
+    another scheme raises ``unreachable`` naming it rather than silently going direct.
+    """
+    if is_loopback(netloc):
+        return None
+    proxy = urllib.request.getproxies().get("https")
+    if not proxy:
+        return None
+    host_only, _ = split_host(netloc)
+    if urllib.request.proxy_bypass(host_only) or urllib.request.proxy_bypass(netloc):
+        return None
+    parsed = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if parsed.scheme != "http" or not parsed.hostname:
+        raise RegistryError(
+            "unreachable", f"HTTPS_PROXY {_redact_userinfo(proxy)!r}: only http:// proxies are supported"
+        )
+    headers: dict[str, str] = {}
+    if parsed.username is not None:
+        user = urllib.parse.unquote(parsed.username)
+        password = urllib.parse.unquote(parsed.password or "")
+        headers["Proxy-Authorization"] = _basic((user, password))
+    return parsed.hostname, parsed.port or 80, headers
+
+
+def _redact_userinfo(url: str) -> str:
+    parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":…@")
 
 
 def format_platform(platform: dict[str, Any]) -> str:

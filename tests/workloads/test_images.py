@@ -8,6 +8,7 @@ connection attempt is recorded, and one to another host fails the test.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import sys
@@ -428,3 +429,269 @@ def test_only_the_real_engines_monitor_counts_as_online(monkeypatch: pytest.Monk
     stub = resource_pb2_grpc.ResourceMonitorStub(grpc.insecure_channel("127.0.0.1:1"))  # lazy: never connects
     monkeypatch.setattr(settings, "get_monitor", lambda: stub)
     assert images.real_engine() is True
+
+
+# -- robustness: unexpected failures, bad references, proxies, expired tokens -------------------------
+
+
+def test_an_unexpected_exception_in_a_lookup_is_not_checked_never_a_crash() -> None:
+    class Broken(RegistryClient):
+        def platforms(self, ref: oci.Reference) -> oci.Platforms:
+            raise KeyError("manifests")
+
+    checker = ImageChecker(Broken(), online=True)
+    verdict = checker.check("ghcr.io/org/model:v1", "server")
+    assert verdict.status == NOT_CHECKED
+    assert verdict.reason.startswith("unexpected registry answer") and "KeyError" in verdict.reason
+
+
+@pytest.mark.parametrize("image", ["reg:abc/img", "reg:99999/img:v1", "reg:/img", "[::1]:x/img"])
+def test_a_registry_with_a_port_that_is_not_a_number_is_not_checked(
+    image: str, checker: ImageChecker
+) -> None:
+    with pytest.raises(oci.ReferenceError, match="image"):
+        parse_reference(image)
+    verdict = checker.check(image, "server")
+    assert verdict.status == NOT_CHECKED and "is not" in verdict.reason
+    assert checker.client.round_trips == []
+
+
+def _tls_server(hostname: str, routes: dict[str, tuple[int, dict[str, str], bytes]]) -> tuple[Any, bytes]:
+    """An HTTPS server on loopback with a self-signed certificate for ``hostname``; (server, PEM)."""
+    import datetime
+    import http.server
+    import ssl
+    import threading
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    directory = Path(tempfile.mkdtemp(prefix="tls-"))
+    (directory / "cert.pem").write_bytes(pem)
+    (directory / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, headers, body = routes.get(self.path.split("?")[0], (404, {}, b""))
+            self.send_response(status)
+            for header, value in {**headers, "Content-Length": str(len(body))}.items():
+                self.send_header(header, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(directory / "cert.pem", directory / "key.pem")
+    shutil.rmtree(directory)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, pem
+
+
+class _ConnectProxy:
+    """A forward proxy on loopback that answers CONNECT by tunnelling to one local port, whatever the target."""
+
+    def __init__(self, upstream_port: int) -> None:
+        import select
+        import socket
+        import socketserver
+        import threading
+
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        proxy = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = self.request.recv(4096)
+                    if not chunk:
+                        return
+                    data += chunk
+                head = data.split(b"\r\n\r\n", 1)[0].decode()
+                line, *header_lines = head.split("\r\n")
+                headers = dict(h.split(": ", 1) for h in header_lines if ": " in h)
+                proxy.requests.append((line, headers))
+                upstream = socket.create_connection(("127.0.0.1", upstream_port), timeout=5)
+                self.request.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                sockets = [self.request, upstream]
+                try:
+                    while True:
+                        ready, _, _ = select.select(sockets, [], [], 5)
+                        if not ready:
+                            return
+                        for sock in ready:
+                            chunk = sock.recv(65536)
+                            if not chunk:
+                                return
+                            (upstream if sock is self.request else self.request).sendall(chunk)
+                finally:
+                    upstream.close()
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://robot:s%40cret@127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_https_registries_are_reached_through_https_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ssl
+
+    config = b'{"architecture": "arm64", "os": "linux"}'
+    config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": oci.OCI_MANIFEST,
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "digest": config_digest,
+                "size": len(config),
+            },
+            "layers": [],
+        }
+    ).encode()
+    registry, pem = _tls_server(
+        "registry.test",
+        {
+            "/v2/ml/x/manifests/v1": (200, {"Content-Type": oci.OCI_MANIFEST}, manifest),
+            f"/v2/ml/x/blobs/{config_digest}": (200, {}, config),
+        },
+    )
+    proxy = _ConnectProxy(registry.server_address[1])
+    try:
+        _clear_proxy_environment(monkeypatch)
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        monkeypatch.setenv("NO_PROXY", "internal.example")
+        client = RegistryClient(timeout=5, ssl_context=ssl.create_default_context(cadata=pem.decode()))
+        # registry.test resolves nowhere: only the proxy can reach it, and the client never
+        # looks it up (the loopback guard would record that).
+        platforms = client.platforms(parse_reference("registry.test/ml/x:v1"))
+    finally:
+        proxy.close()
+        registry.shutdown()
+        registry.server_close()
+    assert platforms.platforms == ("linux/arm64",)
+    assert [line.rsplit(" ", 1)[0] for line, _ in proxy.requests] == ["CONNECT registry.test:443"] * 2
+    assert (
+        proxy.requests[0][1]["Proxy-Authorization"] == "Basic " + base64.b64encode(b"robot:s@cret").decode()
+    )
+
+
+def _clear_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_no_proxy_and_loopback_go_direct(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear_proxy_environment(monkeypatch)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", ".corp.example,nvcr.io")
+    assert oci.https_proxy_for("ghcr.io") == ("proxy.internal", 3128, {})
+    assert oci.https_proxy_for("registry.corp.example") is None
+    assert oci.https_proxy_for("nvcr.io") is None
+    assert oci.https_proxy_for("127.0.0.1:5000") is None  # loopback: never through a proxy
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.internal:3128")
+    with pytest.raises(RegistryError, match="only http:// proxies are supported"):
+        oci.https_proxy_for("ghcr.io")
+    monkeypatch.delenv("HTTPS_PROXY")
+    assert oci.https_proxy_for("ghcr.io") is None
+
+
+def test_an_expired_cached_token_is_dropped_and_a_new_one_asked_for_once() -> None:
+    import http.server
+    import threading
+
+    state = {"tokens": 0, "valid": "token-1"}
+    config = b'{"architecture": "arm64", "os": "linux"}'
+    config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": oci.OCI_MANIFEST,
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "digest": config_digest,
+                "size": len(config),
+            },
+            "layers": [],
+        }
+    ).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?")[0]
+            if path == "/token":
+                state["tokens"] += 1
+                body = json.dumps({"token": f"token-{state['tokens']}"}).encode()
+                status, headers = 200, {"Content-Type": "application/json"}
+            elif self.headers.get("Authorization") != f"Bearer {state['valid']}":
+                challenge = f'Bearer realm="http://127.0.0.1:{port}/token",service="fake"'
+                body, status, headers = b"", 401, {"WWW-Authenticate": challenge}
+            elif path.startswith("/v2/ml/x/manifests/"):
+                body, status, headers = manifest, 200, {"Content-Type": oci.OCI_MANIFEST}
+            elif path == f"/v2/ml/x/blobs/{config_digest}":
+                body, status, headers = config, 200, {}
+            else:
+                body, status, headers = b"", 404, {}
+            self.send_response(status)
+            for header, value in {**headers, "Content-Length": str(len(body))}.items():
+                self.send_header(header, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = RegistryClient(timeout=5)
+        assert client.platforms(parse_reference(f"127.0.0.1:{port}/ml/x:v1")).platforms == ("linux/arm64",)
+        state["valid"] = "token-2"  # token-1 expired
+        assert client.platforms(parse_reference(f"127.0.0.1:{port}/ml/x:v2")).platforms == ("linux/arm64",)
+        state["valid"] = "token-never"  # a fresh token that is refused stays refused: no loop
+        with pytest.raises(RegistryError) as raised:
+            client.platforms(parse_reference(f"127.0.0.1:{port}/ml/x:v3"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert raised.value.kind == "unauthorized"
+    assert state["tokens"] == 3  # one per 401 answered, never two for one request
