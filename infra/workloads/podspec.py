@@ -285,7 +285,7 @@ def _place(
     label_sets = apply_pool(pod, placement, pool, total, placement_known)
     if label_sets is not None:
         check_affinity(pod, label_sets)
-    security.apply_profile(pod, profile)
+    security.apply_profile(pod, profile, where)
     security.check_security_contexts(pod, where)
     return pod
 

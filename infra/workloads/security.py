@@ -111,7 +111,13 @@ def _merge(defaults: Mapping[str, Any], user: Any) -> Any:
     user = dict(user or {})
     caps = user.get("capabilities")
     if "capabilities" in merged and known(caps) and isinstance(caps, Mapping):
-        user["capabilities"] = {**merged["capabilities"], **caps}
+        combined = {**merged["capabilities"], **caps}
+        mine, ours = caps.get("drop"), merged["capabilities"].get("drop")
+        if known(mine) and isinstance(mine, list) and ours:
+            # restricted requires ALL among the dropped: a user's own drop list
+            # (["NET_RAW"]) is kept and ALL added beside it, not replaced by it.
+            combined["drop"] = [*mine, *(c for c in ours if c not in mine)]
+        user["capabilities"] = combined
     merged.update(user)
     return merged
 
@@ -148,11 +154,42 @@ def _some_user_is_root(pod: Mapping[str, Any]) -> bool:
     return False
 
 
-def apply_profile(pod: dict[str, Any], profile: str | None) -> str:
+def _refuse_root_under_restricted(pod: Mapping[str, Any], where: str) -> None:
+    """``restricted`` chosen explicitly beside an explicit root user: refused, not weakened.
+
+    The Pod Security Standards' restricted level forbids ``runAsUser: 0`` and
+    ``runAsNonRoot: false``; a namespace enforcing it would refuse the pod, and
+    quietly applying baseline instead would make ``restricted`` mean nothing.
+    """
+    pod_sc = pod.get("securityContext")
+    places: list[tuple[str, Any]] = [(f"{where}.securityContext", pod_sc)]
+    for field in ("initContainers", "containers"):
+        items = pod.get(field)
+        if known(items) and isinstance(items, list):
+            for index, container in enumerate(items):
+                sc = container.get("securityContext") if isinstance(container, Mapping) else None
+                places.append((f"{where}.{field}[{index}].securityContext", sc))
+    for path, sc in places:
+        if not known(sc) or not isinstance(sc, Mapping):
+            continue
+        user, non_root = sc.get("runAsUser"), sc.get("runAsNonRoot")
+        if (user == 0 and not isinstance(user, bool)) or non_root is False:
+            setting = "runAsUser: 0" if user == 0 and not isinstance(user, bool) else "runAsNonRoot: false"
+            raise PodSpecError(
+                f"{path}.{setting} runs as root, which security_profile='restricted' forbids (Pod "
+                "Security Standards: restricted); run as a non-root user (runAsUser: 1000) or use "
+                "security_profile='baseline'"
+            )
+
+
+def apply_profile(pod: dict[str, Any], profile: str | None, where: str = "spec") -> str:
     """Fill ``pod`` (Kubernetes form, a copy the caller owns) with the profile's defaults.
 
-    Returns the profile applied (``None`` resolves to baseline or restricted).
+    Returns the profile applied (``None`` resolves to baseline or restricted). An
+    explicit ``restricted`` beside a root user is refused.
     """
+    if profile == "restricted":
+        _refuse_root_under_restricted(pod, where)
     if profile is None:
         profile = "restricted" if runs_as_non_root(pod) else "baseline"
     if profile == "none":

@@ -69,19 +69,57 @@ def test_restricted_needs_every_container_non_root_init_containers_included() ->
     assert non_root["initContainers"][0]["securityContext"] == RESTRICTED_CONTAINER
 
 
-def test_restricted_on_request_keeps_an_explicit_root_user_startable() -> None:
-    pod = {"containers": [{"name": "a"}, {"name": "b", "securityContext": {"runAsUser": 0}}]}
+@pytest.mark.parametrize(
+    ("pod", "path"),
+    [
+        (
+            {"containers": [{"name": "a"}, {"name": "b", "securityContext": {"runAsUser": 0}}]},
+            r"spec.containers\[1\].securityContext.runAsUser: 0 runs as root",
+        ),
+        (
+            {"securityContext": {"runAsUser": 0}, "containers": [{"name": "a"}]},
+            r"spec.securityContext.runAsUser: 0 runs as root",
+        ),
+        (
+            {
+                "initContainers": [{"name": "i", "securityContext": {"runAsNonRoot": False}}],
+                "containers": [{"name": "a"}],
+            },
+            r"spec.initContainers\[0\].securityContext.runAsNonRoot: false runs as root",
+        ),
+    ],
+)
+def test_restricted_on_request_refuses_a_root_user(pod: dict, path: str) -> None:
+    # The restricted level forbids root; weakening it quietly would make the choice meaningless.
+    with pytest.raises(PodSpecError, match=path + r".*forbids \(Pod Security Standards: restricted\)"):
+        place_pod_spec(pod, security_profile="restricted")
+    place_pod_spec(pod)  # the default (baseline) still starts root images
+
+
+def test_restricted_with_a_root_user_is_refused_before_anything_is_declared(run) -> None:
+    caught: list[str] = []
+
+    def program() -> None:
+        spec = deployment_spec()
+        spec["template"]["spec"]["securityContext"] = {"runAsUser": 0}
+        with pytest.raises(PodSpecError) as raised:
+            GpuDeployment("x", spec=spec, security_profile="restricted")
+        caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert caught[0].startswith("GpuDeployment('x'): spec.template.spec.securityContext.runAsUser: 0")
+
+
+def test_restricted_adds_all_to_the_capabilities_the_user_drops() -> None:
+    pod = {"containers": [{"name": "m", "securityContext": {"capabilities": {"drop": ["NET_RAW"]}}}]}
     placed = place_pod_spec(pod, security_profile="restricted")
-    assert placed["containers"][0]["securityContext"] == RESTRICTED_CONTAINER
-    # runAsNonRoot beside runAsUser 0 is a pod the kubelet never starts: not added there,
-    # nor on the pod, whose value every container would inherit
-    assert placed["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
-    assert placed["containers"][1]["securityContext"] == {
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-        "runAsUser": 0,
-    }
+    assert placed["containers"][0]["securityContext"]["capabilities"] == {"drop": ["NET_RAW", "ALL"]}
+    already = {"containers": [{"name": "m", "securityContext": {"capabilities": {"drop": ["ALL"]}}}]}
+    assert place_pod_spec(already, security_profile="restricted")["containers"][0]["securityContext"][
+        "capabilities"
+    ] == {"drop": ["ALL"]}
+    baseline = place_pod_spec(pod)  # baseline drops nothing of its own: yours as given
+    assert baseline["containers"][0]["securityContext"]["capabilities"] == {"drop": ["NET_RAW"]}
 
 
 def test_restricted_keeps_capabilities_the_user_adds_and_still_drops_the_rest() -> None:
