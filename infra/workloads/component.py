@@ -71,6 +71,17 @@ def check_duration(value: object, setting: str) -> str | None:
     return value
 
 
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+
+
+def duration_seconds(value: str) -> float:
+    """A duration :func:`check_duration` accepted, in seconds: ``"1h30m"`` -> 5400."""
+    return sum(
+        float(number) * _UNIT_SECONDS[unit]
+        for number, unit in re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", value)
+    )
+
+
 def user_timeouts(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.CustomTimeouts | None:
     """The timeouts the user asked for: ``create_timeout``/... args and ``opts.custom_timeouts``.
 

@@ -39,6 +39,16 @@ DEPLOYMENT_SPEC_FIELDS = frozenset(
 ROLLING_UPDATE_DEFAULTS: Mapping[str, Any] = {"maxSurge": 0, "maxUnavailable": 1}
 # When the user forbids unavailability (maxUnavailable 0), the only way forward is one extra pod.
 ZERO_UNAVAILABLE_SURGE = 1
+PROGRESS_DEADLINE_SECONDS = 1800
+"""The Deployment's ``progressDeadlineSeconds`` unless you set one: the same 30 minutes Pulumi waits.
+
+Kubernetes' default is 600 s; a rollout that has to scale the GPU group up from zero
+and pull a 10 GB image routinely needs longer, and the controller then marks it
+``Progressing=False, ProgressDeadlineExceeded`` (pulumi-kubernetes reports the
+rollout as failed) although it would finish within the budget Pulumi waits for
+(``infra.workloads.component.DEPLOYMENT_TIMEOUT``). ``GpuDeployment`` uses the longer
+of its create and update timeouts when you set them.
+"""
 
 
 def _is_zero(value: Any) -> bool:
@@ -104,6 +114,7 @@ def place_deployment_checked(
     profile: str | None,
     rolling_update_defaults: bool,
     placement_known: bool = True,
+    progress_deadline: int = PROGRESS_DEADLINE_SECONDS,
 ) -> dict[str, Any]:
     """The merge on Kubernetes' form with UNKNOWN allowed (what ``GpuDeployment`` calls)."""
     if not isinstance(spec, Mapping):
@@ -129,7 +140,33 @@ def place_deployment_checked(
     strategy = rolling_update(result.get("strategy"), rolling_update_defaults)
     if strategy is not None:
         result["strategy"] = strategy
+    _progress_deadline(result, progress_deadline)
     return result
+
+
+def _progress_deadline(spec: dict[str, Any], default: int) -> None:
+    """Default ``progressDeadlineSeconds`` to the rollout budget; refuse one the API refuses.
+
+    The API requires it to be greater than ``minReadySeconds``; with a
+    ``minReadySeconds`` at or above the default, nothing is added.
+    """
+    deadline, min_ready = spec.get("progressDeadlineSeconds"), spec.get("minReadySeconds")
+    if not known(deadline) or not known(min_ready):
+        return
+    whole = isinstance(min_ready, int) and not isinstance(min_ready, bool)
+    if deadline is None:
+        if not whole or min_ready < default:
+            spec["progressDeadlineSeconds"] = default
+        return
+    if (
+        isinstance(deadline, int)
+        and not isinstance(deadline, bool)
+        and deadline <= (min_ready if whole else 0)
+    ):
+        raise PodSpecError(
+            f"spec.progressDeadlineSeconds ({deadline}) must be greater than spec.minReadySeconds "
+            f"({min_ready if whole else 0}): the API refuses it otherwise"
+        )
 
 
 def place_deployment_spec(

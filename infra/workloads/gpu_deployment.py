@@ -81,14 +81,20 @@ class GpuDeployment(pulumi.ComponentResource):
             timeouts_given = component.user_timeouts(args, opts)
         except PodSpecError as error:
             raise PodSpecError(f"GpuDeployment({resource_name!r}): {error}") from None
-        eager_spec = self._eager_check(resource_name, args)
+        # The controller's progress deadline as long as Pulumi waits, so a slow scale-up is
+        # not reported as failed (ProgressDeadlineExceeded) while the wait goes on.
+        waits = component.child_timeouts(component.DEPLOYMENT_TIMEOUT, timeouts_given)
+        deadline = max(
+            int(component.duration_seconds(waits.create or component.DEPLOYMENT_TIMEOUT)),
+            int(component.duration_seconds(waits.update or component.DEPLOYMENT_TIMEOUT)),
+        ) or int(component.duration_seconds(component.DEPLOYMENT_TIMEOUT))  # opts we could not read
+        eager_spec = self._eager_check(resource_name, args, deadline)
         args = images.check_workload_images(
             f"GpuDeployment({resource_name!r})", args, k8s.apps.v1.DeploymentSpecArgs
         )
 
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
-        timeouts = component.child_timeouts(component.DEPLOYMENT_TIMEOUT, timeouts_given)
-        child = pulumi.ResourceOptions(parent=self, custom_timeouts=timeouts)
+        child = pulumi.ResourceOptions(parent=self, custom_timeouts=waits)
         gpus = check_gpus(args.gpus) if args.gpus is not None else None
         profile = check_profile(args.security_profile, args.security_defaults)
 
@@ -104,6 +110,7 @@ class GpuDeployment(pulumi.ComponentResource):
                     pool=args.pool,
                     profile=profile,
                     rolling_update_defaults=args.rolling_update_defaults,
+                    progress_deadline=deadline,
                 )
             )
         self.deployment = k8s.apps.v1.Deployment(resource_name, metadata=args.metadata, spec=spec, opts=child)
@@ -126,7 +133,7 @@ class GpuDeployment(pulumi.ComponentResource):
         self.register_outputs({"name": self.name, "namespace": self.namespace})
 
     @staticmethod
-    def _eager_check(resource_name: str, args: GpuDeploymentArgs) -> dict[str, Any] | Any:
+    def _eager_check(resource_name: str, args: GpuDeploymentArgs, deadline: int) -> dict[str, Any] | Any:
         """Run every check that known values allow, before anything is declared.
 
         Returns the placed spec, or UNKNOWN when the whole spec is an Output.
@@ -148,6 +155,7 @@ class GpuDeployment(pulumi.ComponentResource):
                 profile=profile,
                 rolling_update_defaults=args.rolling_update_defaults,
                 placement_known=placement_known,
+                progress_deadline=deadline,
             )
         except (PodSpecError, PlacementError, WireError) as error:
             raise type(error)(f"GpuDeployment({resource_name!r}): {error}") from None

@@ -228,3 +228,61 @@ def test_an_awaitable_in_the_spec_is_awaited_by_the_engine_not_consumed_by_the_c
 
     spec = deployment_spec(containers=[{"name": "m", "image": image()}])
     assert _pod(run(lambda: GpuDeployment("a", spec=spec)))["containers"][0]["image"] == "repo/llm:2"
+
+
+# --- progressDeadlineSeconds: as long as Pulumi waits ---
+
+
+def test_the_progress_deadline_defaults_to_the_rollout_budget(run) -> None:
+    from infra.workloads.component import DEPLOYMENT_TIMEOUT
+    from infra.workloads.deployment import PROGRESS_DEADLINE_SECONDS
+
+    # Kubernetes' 600 s would mark a scale-up from zero ProgressDeadlineExceeded while
+    # Pulumi still waits; the deadline is the same 30 minutes as the timeout.
+    assert 60 * int(DEPLOYMENT_TIMEOUT.removesuffix("m")) == PROGRESS_DEADLINE_SECONDS
+    spec = run(lambda: GpuDeployment("llm", spec=deployment_spec())).one(DEPLOYMENT).inputs["spec"]
+    assert spec["progressDeadlineSeconds"] == 1800
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({"progressDeadlineSeconds": 300}, 300),  # yours wins
+        ({"minReadySeconds": 60}, 1800),
+        ({"minReadySeconds": 1800}, None),  # the API wants deadline > minReady: nothing added
+        ({"progressDeadlineSeconds": pulumi.Output.from_input(900)}, 900),
+    ],
+)
+def test_a_progress_deadline_of_yours_or_a_long_min_ready_is_respected(run, given: dict, expected) -> None:
+    spec = (
+        run(lambda: GpuDeployment("llm", spec={**deployment_spec(), **given})).one(DEPLOYMENT).inputs["spec"]
+    )
+    assert spec.get("progressDeadlineSeconds") == expected
+
+
+def test_a_progress_deadline_not_above_min_ready_is_refused(run) -> None:
+    caught: list[str] = []
+
+    def program() -> None:
+        with pytest.raises(PodSpecError) as raised:
+            GpuDeployment(
+                "llm", spec={**deployment_spec(), "minReadySeconds": 120, "progressDeadlineSeconds": 120}
+            )
+        caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert caught == [
+        "GpuDeployment('llm'): spec.progressDeadlineSeconds (120) must be greater than "
+        "spec.minReadySeconds (120): the API refuses it otherwise"
+    ]
+
+
+def test_longer_timeouts_give_a_longer_progress_deadline(run) -> None:
+    def deadline(**kwargs) -> int:
+        result = run(lambda: GpuDeployment("llm", spec=deployment_spec(), **kwargs))
+        return result.one(DEPLOYMENT).inputs["spec"]["progressDeadlineSeconds"]
+
+    assert deadline(update_timeout="2h") == 7200
+    assert deadline(create_timeout="1h30m") == 5400
+    opts = pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create="45m"))
+    assert deadline(opts=opts) == 2700
