@@ -20,7 +20,7 @@ from infra.workloads.podspec import (
     place_template,
     to_kubernetes_form,
 )
-from infra.workloads.values import PodSpecError, known
+from infra.workloads.values import PodSpecError, check_spec_fields, known
 
 DEPLOYMENT_SPEC_FIELDS = frozenset(
     {
@@ -117,14 +117,7 @@ def place_deployment_checked(
     progress_deadline: int = PROGRESS_DEADLINE_SECONDS,
 ) -> dict[str, Any]:
     """The merge on Kubernetes' form with UNKNOWN allowed (what ``GpuDeployment`` calls)."""
-    if not isinstance(spec, Mapping):
-        raise PodSpecError(f"spec must be a Deployment spec (a mapping), got {type(spec).__name__}")
-    unknown_fields = sorted(set(spec) - DEPLOYMENT_SPEC_FIELDS)
-    if unknown_fields:
-        raise PodSpecError(
-            f"spec is not a Deployment spec: unknown field(s) {unknown_fields}; "
-            f"allowed: {sorted(DEPLOYMENT_SPEC_FIELDS)}"
-        )
+    check_spec_fields(spec, "Deployment", DEPLOYMENT_SPEC_FIELDS)
     if "selector" not in spec:
         raise PodSpecError("spec.selector is required: a Deployment selects its pods by label")
     result = copy.deepcopy(dict(spec))

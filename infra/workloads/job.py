@@ -21,7 +21,7 @@ from infra.workloads.podspec import (
     place_template,
     to_kubernetes_form,
 )
-from infra.workloads.values import PodSpecError, known
+from infra.workloads.values import PodSpecError, check_spec_fields, known
 
 JOB_SPEC_FIELDS = frozenset(
     {
@@ -194,13 +194,7 @@ def place_job_checked(
     placement_known: bool = True,
 ) -> dict[str, Any]:
     """The merge on Kubernetes' form with UNKNOWN allowed (what ``GpuJob`` calls)."""
-    if not isinstance(spec, Mapping):
-        raise PodSpecError(f"spec must be a Job spec (a mapping), got {type(spec).__name__}")
-    unknown_fields = sorted(set(spec) - JOB_SPEC_FIELDS)
-    if unknown_fields:
-        raise PodSpecError(
-            f"spec is not a Job spec: unknown field(s) {unknown_fields}; allowed: {sorted(JOB_SPEC_FIELDS)}"
-        )
+    check_spec_fields(spec, "Job", JOB_SPEC_FIELDS)
     _check_counts(spec)
     _check_indexed(spec)
     _check_replacement_policy(spec)

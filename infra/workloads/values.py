@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from typing import Any
 
 
@@ -30,3 +31,15 @@ class PodSpecError(ValueError):
 def known(value: Any) -> bool:
     """False for :data:`UNKNOWN`: the value comes from an Output not resolved yet."""
     return value is not UNKNOWN
+
+
+def check_spec_fields(spec: Any, kind: str, allowed: Set[str]) -> Mapping[str, Any]:
+    """``spec`` if it is a mapping with only ``kind``'s spec fields; a refusal naming the strays otherwise."""
+    if not isinstance(spec, Mapping):
+        raise PodSpecError(f"spec must be a {kind} spec (a mapping), got {type(spec).__name__}")
+    strays = sorted(set(spec) - allowed)
+    if strays:
+        raise PodSpecError(
+            f"spec is not a {kind} spec: unknown field(s) {strays}; allowed: {sorted(allowed)}"
+        )
+    return spec

@@ -63,16 +63,17 @@ CHART_DIR = os.environ.get("NVIDIA_DEVICE_PLUGIN_CHART")
 @pytest.mark.skipif(
     not (HELM and CHART_DIR), reason="set NVIDIA_DEVICE_PLUGIN_CHART (chart dir) and have helm (or HELM)"
 )
-def test_the_real_chart_renders_what_the_model_predicts(tmp_path: Path) -> None:
+def _render(chart_values: dict, tmp_path: Path) -> list[dict]:
+    """``helm template`` of the real chart with ``chart_values``: every object it would install."""
     values_file = tmp_path / "values.yaml"
-    values_file.write_text(yaml.safe_dump(values(DEFAULT_PLACEMENT)))
+    values_file.write_text(yaml.safe_dump(chart_values))
     out = subprocess.run(
         [
             HELM,
             "template",
             "nvidia-device-plugin",
             CHART_DIR,
-            "--namespace",
+            "-n",
             "nvidia-device-plugin",
             "-f",
             str(values_file),
@@ -81,7 +82,12 @@ def test_the_real_chart_renders_what_the_model_predicts(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     ).stdout
-    daemonsets = {d["metadata"]["name"]: d for d in yaml.safe_load_all(out) if d and d["kind"] == "DaemonSet"}
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def test_the_real_chart_renders_what_the_model_predicts(tmp_path: Path) -> None:
+    objects = _render(values(DEFAULT_PLACEMENT), tmp_path)
+    daemonsets = {d["metadata"]["name"]: d for d in objects if d["kind"] == "DaemonSet"}
     pod = daemonsets["nvidia-device-plugin"]["spec"]["template"]["spec"]
     assert {k: pod[k] for k in ("nodeSelector", "affinity", "tolerations")} == rendered_scheduling(
         values(DEFAULT_PLACEMENT)
@@ -126,24 +132,7 @@ def test_without_sharing_there_is_no_config_and_no_sidecar() -> None:
     not (HELM and CHART_DIR), reason="set NVIDIA_DEVICE_PLUGIN_CHART (chart dir) and have helm (or HELM)"
 )
 def test_the_real_chart_renders_the_sharing_config_as_the_model_says(tmp_path: Path) -> None:
-    values_file = tmp_path / "values.yaml"
-    values_file.write_text(yaml.safe_dump(values(SHARED)))
-    out = subprocess.run(
-        [
-            HELM,
-            "template",
-            "nvidia-device-plugin",
-            CHART_DIR,
-            "-n",
-            "nvidia-device-plugin",
-            "-f",
-            str(values_file),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    objects = [d for d in yaml.safe_load_all(out) if d]
+    objects = _render(values(SHARED), tmp_path)
     (config_map,) = [d for d in objects if d["kind"] == "ConfigMap"]
     rendered = {name: yaml.safe_load(text) for name, text in config_map["data"].items()}
     assert rendered == {name: yaml.safe_load(text) for name, text in values(SHARED)["config"]["map"].items()}

@@ -295,10 +295,10 @@ def test_a_token_realm_in_plain_http_on_a_remote_host_is_refused_without_contact
     assert verdict.status == NOT_CHECKED and "plain HTTP" in verdict.reason
 
 
-def test_credentials_never_follow_a_redirect_to_another_host(fake: Any) -> None:
+def _arm64_single_manifest() -> tuple[bytes, str, bytes]:
+    """An OCI image manifest whose config blob says linux/arm64: (config, its digest, manifest)."""
     config = b'{"architecture": "arm64", "os": "linux"}'
     config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
-    cdn = fake({"/blob": (200, {}, config)}, host="127.0.0.2")
     manifest = json.dumps(
         {
             "schemaVersion": 2,
@@ -311,6 +311,12 @@ def test_credentials_never_follow_a_redirect_to_another_host(fake: Any) -> None:
             "layers": [],
         }
     ).encode()
+    return config, config_digest, manifest
+
+
+def test_credentials_never_follow_a_redirect_to_another_host(fake: Any) -> None:
+    config, config_digest, manifest = _arm64_single_manifest()
+    cdn = fake({"/blob": (200, {}, config)}, host="127.0.0.2")
     registry = fake(
         {
             "/v2/ml/x/manifests/v1": (200, {"Content-Type": oci.OCI_MANIFEST}, manifest),
@@ -573,20 +579,7 @@ class _ConnectProxy:
 def test_https_registries_are_reached_through_https_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     import ssl
 
-    config = b'{"architecture": "arm64", "os": "linux"}'
-    config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
-    manifest = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": oci.OCI_MANIFEST,
-            "config": {
-                "mediaType": "application/vnd.oci.image.config.v1+json",
-                "digest": config_digest,
-                "size": len(config),
-            },
-            "layers": [],
-        }
-    ).encode()
+    config, config_digest, manifest = _arm64_single_manifest()
     registry, pem = _tls_server(
         "registry.test",
         {
@@ -639,20 +632,7 @@ def test_an_expired_cached_token_is_dropped_and_a_new_one_asked_for_once() -> No
     import threading
 
     state = {"tokens": 0, "valid": "token-1"}
-    config = b'{"architecture": "arm64", "os": "linux"}'
-    config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
-    manifest = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": oci.OCI_MANIFEST,
-            "config": {
-                "mediaType": "application/vnd.oci.image.config.v1+json",
-                "digest": config_digest,
-                "size": len(config),
-            },
-            "layers": [],
-        }
-    ).encode()
+    config, config_digest, manifest = _arm64_single_manifest()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
