@@ -60,9 +60,6 @@ HELM = os.environ.get("HELM") or shutil.which("helm")
 CHART_DIR = os.environ.get("NVIDIA_DEVICE_PLUGIN_CHART")
 
 
-@pytest.mark.skipif(
-    not (HELM and CHART_DIR), reason="set NVIDIA_DEVICE_PLUGIN_CHART (chart dir) and have helm (or HELM)"
-)
 def _render(chart_values: dict, tmp_path: Path) -> list[dict]:
     """``helm template`` of the real chart with ``chart_values``: every object it would install."""
     values_file = tmp_path / "values.yaml"
@@ -85,6 +82,12 @@ def _render(chart_values: dict, tmp_path: Path) -> list[dict]:
     return [d for d in yaml.safe_load_all(out) if d]
 
 
+REAL_CHART = pytest.mark.skipif(
+    not (HELM and CHART_DIR), reason="set NVIDIA_DEVICE_PLUGIN_CHART (chart dir) and have helm (or HELM)"
+)
+
+
+@REAL_CHART
 def test_the_real_chart_renders_what_the_model_predicts(tmp_path: Path) -> None:
     objects = _render(values(DEFAULT_PLACEMENT), tmp_path)
     daemonsets = {d["metadata"]["name"]: d for d in objects if d["kind"] == "DaemonSet"}
@@ -128,9 +131,7 @@ def test_without_sharing_there_is_no_config_and_no_sidecar() -> None:
     assert "config" not in whole and "migStrategy" not in whole
 
 
-@pytest.mark.skipif(
-    not (HELM and CHART_DIR), reason="set NVIDIA_DEVICE_PLUGIN_CHART (chart dir) and have helm (or HELM)"
-)
+@REAL_CHART
 def test_the_real_chart_renders_the_sharing_config_as_the_model_says(tmp_path: Path) -> None:
     objects = _render(values(SHARED), tmp_path)
     (config_map,) = [d for d in objects if d["kind"] == "ConfigMap"]
