@@ -11,8 +11,6 @@ merges maps and replaces lists, so the values below replace the affinity's
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -25,46 +23,14 @@ from infra.workloads.placement import GPU_RESOURCE, Placement
 CHART = "nvidia-device-plugin"
 REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
 
-# The scheduling-related defaults of the chart's values.yaml (read at v0.20.0, the pinned version),
-# kept to show, in tests and the preview, what the chart would do without our values.
-CHART_DEFAULTS: dict[str, Any] = {
-    "nodeSelector": {},
-    "affinity": {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {
-                        "matchExpressions": [
-                            {
-                                "key": "feature.node.kubernetes.io/pci-10de.present",
-                                "operator": "In",
-                                "values": ["true"],
-                            }
-                        ]
-                    },
-                    {
-                        "matchExpressions": [
-                            {
-                                "key": "feature.node.kubernetes.io/cpu-model.vendor_id",
-                                "operator": "In",
-                                "values": ["NVIDIA"],
-                            }
-                        ]
-                    },
-                    {
-                        "matchExpressions": [
-                            {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}
-                        ]
-                    },
-                ]
-            }
-        }
-    },
-    "tolerations": [
-        {"key": "CriticalAddonsOnly", "operator": "Exists"},
-        {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
-    ],
-}
+# The chart's own default tolerations (values.yaml at v0.20.0), kept beside the contract's so
+# nodes tainted the NVIDIA way (nvidia.com/gpu) or reserved for critical add-ons still get the
+# plugin. The chart's full scheduling model (what it renders with or without our values) is
+# infra.tooling.chart_models, which the preview and the policy pack use.
+CHART_TOLERATIONS: tuple[dict[str, str], ...] = (
+    {"key": "CriticalAddonsOnly", "operator": "Exists"},
+    {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
+)
 
 
 WHOLE_GPUS = "whole-gpus"
@@ -120,31 +86,12 @@ def values(placement: Placement) -> dict[str, Any]:
         "affinity": placement.node_affinity(),
         # The contract's toleration, plus the chart's own two so nodes tainted the
         # NVIDIA way (nvidia.com/gpu) or reserved for critical add-ons still get it.
-        "tolerations": [placement.toleration(), *copy.deepcopy(CHART_DEFAULTS["tolerations"])],
+        "tolerations": [placement.toleration(), *(dict(t) for t in CHART_TOLERATIONS)],
         "priorityClassName": "system-node-critical",
         # No GPU Feature Discovery / NFD: nothing here needs their labels.
         "gfd": {"enabled": False},
         **_sharing_values(placement),
     }
-
-
-def _helm_merge(base: Any, override: Any) -> Any:
-    """Helm's coalescing of user values over chart defaults: maps merge, everything else replaces."""
-    if isinstance(base, Mapping) and isinstance(override, Mapping):
-        merged = dict(base)
-        for key, item in override.items():
-            merged[key] = _helm_merge(base.get(key), item) if key in base else item
-        return merged
-    return copy.deepcopy(override)
-
-
-def rendered_scheduling(user_values: Mapping[str, Any]) -> dict[str, Any]:
-    """The device plugin pod's nodeSelector, affinity and tolerations as the chart renders them.
-
-    The template emits each of the three only when non-empty (``{{- with ... }}``).
-    """
-    merged = _helm_merge(CHART_DEFAULTS, user_values)
-    return {key: merged[key] for key in ("nodeSelector", "affinity", "tolerations") if merged.get(key)}
 
 
 def device_plugin(

@@ -46,11 +46,11 @@ import yaml
 
 from infra.platform import config as platform_config
 from infra.platform.device_plugin import CHART as DEVICE_PLUGIN_CHART
-from infra.platform.device_plugin import rendered_scheduling
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.node_pools import TEMPLATE
 from infra.tooling.agents import landings
 from infra.tooling.agents import table as agent_table
+from infra.tooling.chart_models import device_plugin_pod
 from infra.tooling.costs import lines as cost_lines
 from infra.tooling.costs import stack_cost
 from infra.tooling.manifests import (
@@ -176,10 +176,7 @@ def workloads_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
             if pod is not None:
                 found.append((f"{manifest['kind']}/{manifest['metadata']['name']}", pod))
         elif r.type == HELM_RELEASE_TYPE and r.inputs.get("chart") == DEVICE_PLUGIN_CHART:
-            pod = {
-                "containers": [{"name": "nvidia-device-plugin-ctr"}],
-                **rendered_scheduling(r.inputs.get("values") or {}),
-            }
+            pod = device_plugin_pod(r.inputs.get("values") or {})
             found.append((f"DaemonSet/{r.inputs.get('name', r.name)} (helm)", pod))
     return found
 

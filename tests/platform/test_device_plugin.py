@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.platform.device_plugin import CHART_DEFAULTS, rendered_scheduling, values
+from infra.platform.device_plugin import CHART_TOLERATIONS, values
+from infra.tooling.chart_models import DEVICE_PLUGIN_DEFAULTS, device_plugin_pod
 from infra.workloads.placement import DEFAULT_PLACEMENT, GpuPool, Placement
 from infra.workloads.scheduling import Node, placeable_on
 
@@ -33,25 +34,22 @@ def _nodes(placement: Placement) -> list[Node]:
     ]
 
 
-def _pod(scheduling: dict) -> dict:
-    return {"containers": [{"name": "nvidia-device-plugin-ctr"}], **scheduling}
-
-
 def test_chart_defaults_would_run_on_no_node_of_ours() -> None:
     """The default affinity wants NFD labels, the default tolerations miss GPU=true."""
-    assert placeable_on(_pod(rendered_scheduling({})), _nodes(DEFAULT_PLACEMENT)) == []
+    assert placeable_on(device_plugin_pod({}), _nodes(DEFAULT_PLACEMENT)) == []
 
 
 @pytest.mark.parametrize("placement", [DEFAULT_PLACEMENT, Placement("example.com/accelerator", "nvidia")])
 def test_our_values_run_it_on_every_gpu_node_and_no_other(placement: Placement) -> None:
-    assert placeable_on(_pod(rendered_scheduling(values(placement))), _nodes(placement)) == ["gpu-a", "gpu-b"]
+    assert placeable_on(device_plugin_pod(values(placement)), _nodes(placement)) == ["gpu-a", "gpu-b"]
 
 
 def test_values_replace_the_nfd_affinity_and_keep_the_charts_tolerations() -> None:
-    rendered = rendered_scheduling(values(DEFAULT_PLACEMENT))
+    rendered = device_plugin_pod(values(DEFAULT_PLACEMENT))
     assert rendered["nodeSelector"] == {"GPU": "true"}
     assert rendered["affinity"] == DEFAULT_PLACEMENT.node_affinity()
-    assert rendered["tolerations"] == [DEFAULT_PLACEMENT.toleration(), *CHART_DEFAULTS["tolerations"]]
+    assert rendered["tolerations"] == [DEFAULT_PLACEMENT.toleration(), *DEVICE_PLUGIN_DEFAULTS["tolerations"]]
+    assert list(CHART_TOLERATIONS) == DEVICE_PLUGIN_DEFAULTS["tolerations"]  # the chart's own, kept
 
 
 # --- opt-in: render the real chart with helm, where both are available -------------
@@ -92,9 +90,10 @@ def test_the_real_chart_renders_what_the_model_predicts(tmp_path: Path) -> None:
     objects = _render(values(DEFAULT_PLACEMENT), tmp_path)
     daemonsets = {d["metadata"]["name"]: d for d in objects if d["kind"] == "DaemonSet"}
     pod = daemonsets["nvidia-device-plugin"]["spec"]["template"]["spec"]
-    assert {k: pod[k] for k in ("nodeSelector", "affinity", "tolerations")} == rendered_scheduling(
-        values(DEFAULT_PLACEMENT)
-    )
+    model = device_plugin_pod(values(DEFAULT_PLACEMENT))
+    assert {k: pod[k] for k in ("nodeSelector", "affinity", "tolerations")} == {
+        k: model[k] for k in ("nodeSelector", "affinity", "tolerations")
+    }
     assert placeable_on(pod, _nodes(DEFAULT_PLACEMENT)) == ["gpu-a", "gpu-b"]
 
 

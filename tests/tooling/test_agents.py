@@ -382,12 +382,7 @@ def test_the_device_plugin_model_is_the_platforms() -> None:
 
     assert chart_models.DEVICE_PLUGIN_CHART == device_plugin.CHART
     assert chart_models.modelled(chart_models.DEVICE_PLUGIN_CHART, DEVICE_PLUGIN_CHART_VERSION)
-    assert chart_models.DEVICE_PLUGIN_DEFAULTS == device_plugin.CHART_DEFAULTS
-    platform_values = device_plugin.values(DEFAULT_PLACEMENT)
-    pod = chart_models.device_plugin_pod(platform_values)
-    assert {k: v for k, v in pod.items() if k != "containers"} == device_plugin.rendered_scheduling(
-        platform_values
-    )
+    assert list(device_plugin.CHART_TOLERATIONS) == chart_models.DEVICE_PLUGIN_DEFAULTS["tolerations"]
 
 
 def test_the_rules_import_where_the_policy_pack_runs_without_the_platform_extra() -> None:
