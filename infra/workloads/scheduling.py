@@ -114,13 +114,6 @@ def match_expression(expression: Mapping[str, Any], labels: Mapping[str, str]) -
     raise ValueError(f"unknown node selector operator {operator!r}")
 
 
-def expression_rejects_label(expression: Mapping[str, Any], key: str, value: str) -> bool:
-    """True if ``expression`` is about ``key`` and fails for every node labelled ``key=value``."""
-    if expression.get("key") != key:
-        return False
-    return not match_expression(expression, {key: value})
-
-
 def _term_matches(term: Mapping[str, Any], node: Node) -> bool:
     expressions = term.get("matchExpressions") or []
     fields = term.get("matchFields") or []
