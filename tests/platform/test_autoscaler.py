@@ -17,7 +17,7 @@ from infra.platform.config import SUPPORTED_KUBERNETES_VERSIONS, ConfigError, lo
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.platform.node_pools import ACCELERATOR_LABEL, asg_tags, node_group_tags
 from infra.tooling.offline import Run, run_project
-from infra.workloads.placement import DEFAULT_PLACEMENT, GpuPool, Placement
+from infra.workloads.placement import GpuPool, Placement
 from infra.workloads.podspec import place_pod_spec
 from infra.workloads.scheduling import fits, gpu_limit
 
@@ -239,7 +239,3 @@ def test_bad_autoscaler_config_is_refused(raw: dict, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         _load(**raw)
     assert message in str(caught.value)
-
-
-def test_default_placement_has_no_pools_until_the_platform_exports_them() -> None:
-    assert DEFAULT_PLACEMENT.pools == ()
