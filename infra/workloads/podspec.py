@@ -23,7 +23,7 @@ from infra.workloads.placement import (
     whole_number,
 )
 from infra.workloads.pools import apply_pool, check_affinity
-from infra.workloads.quantity import QuantityError, parse_quantity
+from infra.workloads.quantity import QuantityError, whole_count
 from infra.workloads.scheduling import match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
 from infra.workloads.wire import WireError, is_args, output_path, to_wire
@@ -72,21 +72,13 @@ def _quantity(value: Any, where: str) -> int | Any:
     """
     if not known(value):
         return UNKNOWN
-    number: Any = value
-    if isinstance(value, float) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str):
-        try:
-            parsed = parse_quantity(value)
-        except QuantityError:
-            parsed = None
-        if parsed is not None and parsed.denominator == 1:
-            number = int(parsed)
-    if isinstance(number, bool) or not isinstance(number, int):
+    try:
+        number = whole_count(value)
+    except QuantityError:
         raise PodSpecError(
             f'{where} must be a whole number of GPUs (e.g. 1 or "1"), got {value!r}: '
             "the API refuses fractional extended resources"
-        )
+        ) from None
     if number < 0:
         raise PodSpecError(f"{where} must not be negative, got {value!r}")
     return number

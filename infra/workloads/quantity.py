@@ -17,21 +17,22 @@ The grammar, from ``quantity.go``::
     <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
     <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI>
     <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei
-    <decimalSI>       ::= m | "" | k | M | G | T | P | E
+    <decimalSI>       ::= n | u | m | "" | k | M | G | T | P | E
     <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
 """
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
 _QUANTITY = re.compile(
     r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exponent>[+-]?\d+)|(?P<decimal>m|k|M|G|T|P|E)?)$"
+    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exponent>[+-]?\d+)|(?P<decimal>n|u|m|k|M|G|T|P|E)?)$"
 )
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL = {None: 0, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL = {None: 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 MAX_EXPONENT = 64
 """Decimal exponents beyond this are refused: no real quantity needs them, and 10**huge costs time."""
 
@@ -56,4 +57,24 @@ def parse_quantity(text: str) -> Fraction:
     return -value if match["sign"] == "-" else value
 
 
-__all__ = ["QuantityError", "parse_quantity"]
+def whole_count(value: str | int | float) -> int:
+    """A count of an integer resource (``nvidia.com/gpu``) as the API judges it.
+
+    The API validates an extended resource on its milli-value, rounded up
+    (apimachinery ``Quantity.MilliValue``; core validation ``% 1000 != 0``), and
+    the scheduler counts ``Quantity.Value()``, also rounded up: ``"1000m"``,
+    ``"1e0"`` and ``"0.9995"`` are one GPU, ``"500m"`` and ``"1n"`` are refused.
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise QuantityError(f"{value!r} is not a Kubernetes quantity")
+    try:
+        exact = parse_quantity(value) if isinstance(value, str) else Fraction(value)
+    except (ValueError, OverflowError) as error:  # nan, inf
+        raise QuantityError(f"{value!r} is not a Kubernetes quantity") from error
+    milli = math.ceil(exact * 1000)
+    if milli % 1000:
+        raise QuantityError(f"{value!r} is not a whole number")
+    return milli // 1000
+
+
+__all__ = ["QuantityError", "parse_quantity", "whole_count"]

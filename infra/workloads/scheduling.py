@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE, GpuPool, Placement
+from infra.workloads.quantity import whole_count
 
 REPELLING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -83,8 +84,32 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
     return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
 
 
+def _extended_resources(pod_spec: Mapping[str, Any]) -> set[str]:
+    names: set[str] = set()
+    for container in [*(pod_spec.get("initContainers") or []), *(pod_spec.get("containers") or [])]:
+        resources = container.get("resources") or {}
+        for name in [*(resources.get("requests") or {}), *(resources.get("limits") or {})]:
+            domain = name.split("/")[0] if "/" in name else ""
+            if domain and domain != "kubernetes.io" and not domain.endswith(".kubernetes.io"):
+                names.add(name)
+    return names
+
+
+def admitted_tolerations(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The pod's tolerations after EKS's ExtendedResourceToleration admission plugin.
+
+    A pod asking for an extended resource (``nvidia.com/gpu``) tolerates a
+    ``NoSchedule`` taint of that name (plugin/pkg/admission/extendedresourcetoleration).
+    """
+    implied = [
+        {"key": n, "operator": "Exists", "effect": "NoSchedule"}
+        for n in sorted(_extended_resources(pod_spec))
+    ]
+    return [*(pod_spec.get("tolerations") or []), *implied]
+
+
 def untolerated_taints(pod_spec: Mapping[str, Any], node: Node) -> list[Mapping[str, str]]:
-    tolerations = pod_spec.get("tolerations") or []
+    tolerations = admitted_tolerations(pod_spec)
     return [
         taint
         for taint in node.taints
@@ -142,7 +167,7 @@ def matches_required_affinity(pod_spec: Mapping[str, Any], node: Node) -> bool:
 def _gpus(container: Mapping[str, Any]) -> int:
     resources = container.get("resources") or {}
     limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
-    return int(float(limits.get(GPU_RESOURCE, requests.get(GPU_RESOURCE, 0))))
+    return whole_count(limits.get(GPU_RESOURCE, requests.get(GPU_RESOURCE, 0)))
 
 
 def gpu_limit(pod_spec: Mapping[str, Any]) -> int:

@@ -231,3 +231,28 @@ def test_property_contract_once_user_entries_kept_gpu_limits_set(pod: dict) -> N
     for c in gpu_containers:
         assert c["resources"]["limits"]["nvidia.com/gpu"] == c["resources"]["requests"]["nvidia.com/gpu"] >= 1
     assert [c["name"] for c in placed["containers"]] == [c["name"] for c in pod["containers"]]
+
+
+@pytest.mark.parametrize(
+    ("quantity", "gpus"), [("1000m", 1), ("0.9995", 1), ("2e0", 2), ("1000000u", 1), ("1000000000n", 1)]
+)
+def test_gpu_quantities_the_api_takes_as_whole_are_kept_as_written(quantity: str, gpus: int) -> None:
+    pod = place_pod_spec(
+        {"containers": [{"name": "a", "image": "x", "resources": {"limits": {"nvidia.com/gpu": quantity}}}]}
+    )
+    assert pod["containers"][0]["resources"] == {
+        "limits": {"nvidia.com/gpu": quantity},
+        "requests": {"nvidia.com/gpu": quantity},
+    }
+
+
+@pytest.mark.parametrize("quantity", ["500m", "1n", "1.5"])
+def test_gpu_quantities_the_api_refuses_are_refused(quantity: str) -> None:
+    with pytest.raises(PodSpecError, match="whole number of GPUs"):
+        place_pod_spec(
+            {
+                "containers": [
+                    {"name": "a", "image": "x", "resources": {"limits": {"nvidia.com/gpu": quantity}}}
+                ]
+            }
+        )

@@ -6,7 +6,7 @@ import pytest
 
 from infra.workloads.placement import DEFAULT_PLACEMENT
 from infra.workloads.podspec import place_pod_spec
-from infra.workloads.scheduling import fits, match_expression, placeable_on, tolerates
+from infra.workloads.scheduling import Node, fits, gpu_limit, match_expression, placeable_on, tolerates
 from tests.conftest import gpu_node, system_node
 
 GPU_NODE = gpu_node()
@@ -87,3 +87,22 @@ def test_nodeselector_and_required_affinity_must_both_match() -> None:
 )
 def test_match_expression_operators(expression: dict, expected: bool) -> None:
     assert match_expression(expression, {"a": "1"}) is expected
+
+
+@pytest.mark.parametrize("quantity", ["1", "1000m", "1e0", "0.9995", 1])
+def test_gpu_quantities_count_as_the_api_counts_them(quantity: object) -> None:
+    """Found by the differential test: ``"1000m"`` crashed the model; the API rounds up to whole GPUs."""
+    pod = {"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": quantity}}}]}
+    assert gpu_limit(pod) == 1
+
+
+def test_a_gpu_pod_tolerates_an_nvidia_taint_through_eks_admission() -> None:
+    """EKS's ExtendedResourceToleration admission adds the toleration; the real scheduler then allows it."""
+    node = Node(
+        "n",
+        taints=({"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"},),
+        allocatable={"nvidia.com/gpu": 1},
+    )
+    gpu_pod = {"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
+    assert fits(gpu_pod, node).fits
+    assert not fits({"containers": [{"name": "a"}]}, node).fits
