@@ -32,7 +32,7 @@ DEFAULT_KUBERNETES_VERSION = "1.35"
 CAPACITY_TYPES = ("ON_DEMAND", "SPOT")
 NAT_GATEWAYS = ("Single", "OnePerAz")
 EXPANDERS = ("least-waste", "priority", "random", "most-pods")
-DEVICE_PLUGIN_CHART_VERSION = "0.20.0"
+DEVICE_PLUGIN_CHART_VERSION = "0.19.3"
 MIN_GPU_DISK_GIB = 50  # CUDA base images alone are several GiB; models come on top
 # The device plugin refuses fewer than 2 replicas (api/config/v1/replicas.go); above
 # 16 a T4G's 16 GB leaves under 1 GB a slice, which no model we know of fits.
@@ -318,7 +318,7 @@ class PlacementConfig(Section):
 
 class DevicePluginConfig(Section):
     chart_version: Annotated[
-        str, BeforeValidator(t.text(r"\d+\.\d+\.\d+", "a pinned chart version such as 0.20.0"))
+        str, BeforeValidator(t.text(r"\d+\.\d+\.\d+", "a pinned chart version such as 0.19.3"))
     ] = DEVICE_PLUGIN_CHART_VERSION
     """nvidia-device-plugin chart, pinned."""
     namespace: Annotated[

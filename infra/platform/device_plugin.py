@@ -23,7 +23,7 @@ from infra.workloads.placement import GPU_RESOURCE, Placement
 CHART = "nvidia-device-plugin"
 REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
 
-# The chart's own default tolerations (values.yaml at v0.20.0), kept beside the contract's so
+# The chart's own default tolerations (values.yaml at v0.19.3), kept beside the contract's so
 # nodes tainted the NVIDIA way (nvidia.com/gpu) or reserved for critical add-ons still get the
 # plugin. The chart's full scheduling model (what it renders with or without our values) is
 # infra.tooling.chart_models, which the preview and the policy pack use.

@@ -27,7 +27,7 @@ TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 ACCELERATOR = "nvidia-t4g"
 # The NVIDIA device plugin's config-manager picks the named config in this node label
-# (deployments/helm/nvidia-device-plugin/templates/daemonset-device-plugin.yml, v0.20.0).
+# (deployments/helm/nvidia-device-plugin/templates/daemonset-device-plugin.yml, v0.19.3).
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 # Our own discovery tag: the autoscaler scales GPU pools only (EKS tags every managed
 # group's ASG with k8s.io/cluster-autoscaler/enabled and .../<cluster>, the system group's too).

@@ -214,11 +214,11 @@ EKS_MANAGED: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
-# NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/values.yaml at v0.20.0: the same
+# NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/values.yaml at v0.19.3: the same
 # scheduling defaults as infra.platform.device_plugin.CHART_DEFAULTS (a test holds them equal). Kept
 # here so the policy pack, which installs without the platform extra (no pydantic), can model the chart.
 DEVICE_PLUGIN_CHART = "nvidia-device-plugin"
-DEVICE_PLUGIN_VERSION = "0.20.0"
+DEVICE_PLUGIN_VERSION = "0.19.3"
 CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
 NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
 # The chart or add-on versions whose defaults this module was read from: chart versions exactly,
@@ -339,7 +339,7 @@ MPS_CAPABLE = {"nvidia.com/mps.capable": "true"}
 
 
 def mps_control_daemon_pod(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The chart's MPS control daemon pod (templates/daemonset-mps-control-daemon.yml at v0.20.0).
+    """The chart's MPS control daemon pod (templates/daemonset-mps-control-daemon.yml at v0.19.3).
 
     Rendered whenever the device plugin is: nodeSelector ``nvidia.com/mps.capable: "true"``
     written into the template plus the values' nodeSelector, and the values' affinity and

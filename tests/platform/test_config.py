@@ -42,7 +42,7 @@ def test_dev_stack_file_is_valid() -> None:
     assert config.gpu_pools["inference"].time_slicing_replicas == 4
     assert config.gpu_pools["training"].capacity_type == "SPOT"
     assert config.gpu_pools["training"].gpus_per_node == 2
-    assert config.device_plugin.chart_version == "0.20.0"
+    assert config.device_plugin.chart_version == "0.19.3"
 
 
 def test_existing_vpc() -> None:

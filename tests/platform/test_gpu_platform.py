@@ -361,7 +361,7 @@ def test_device_plugin_release_inputs(dev: Run) -> None:
     provider = dev.one("pulumi:providers:kubernetes", "gpu-platform-k8s")
     assert release.provider.startswith(provider.urn)
     assert release.inputs["chart"] == "nvidia-device-plugin"
-    assert release.inputs["version"] == "0.20.0"
+    assert release.inputs["version"] == "0.19.3"
     assert release.inputs["repositoryOpts"] == {"repo": "https://nvidia.github.io/k8s-device-plugin"}
     assert release.inputs["namespace"] == "nvidia-device-plugin"
     assert release.inputs["atomic"] is True and release.inputs["cleanupOnFail"] is True

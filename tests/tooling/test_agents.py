@@ -151,7 +151,7 @@ def test_the_device_plugin_on_a_system_group_is_a_violation(dev: Run) -> None:
     release = (
         "kubernetes:helm.sh/v3:Release",
         "rogue-plugin",
-        {"chart": "nvidia-device-plugin", "version": "0.20.0", "values": bad},
+        {"chart": "nvidia-device-plugin", "version": "0.19.3", "values": bad},
     )
     resources = [t for t in _triples(dev) if t[0] != "kubernetes:helm.sh/v3:Release"] + [release]
     messages = [v.message for v in check(resources, DEFAULT_PLACEMENT) if v.rule == "gpu-agents-on-gpu-pools"]
@@ -222,7 +222,7 @@ def test_only_modelled_chart_and_addon_versions_are_judged_anything_else_is_unkn
     unknown = {landing.agent.name: landing.agent.source for landing in found if landing.agent.pod is None}
     assert unknown == {
         "nvidia-device-plugin (helm 0.99.0)": "nvidia-device-plugin version '0.99.0' is not one the chart model "
-        "was read from (0.20.0)",
+        "was read from (0.19.3)",
         "add-on amazon-cloudwatch-observability v9.0.0-eksbuild.1": "amazon-cloudwatch-observability version "
         "'v9.0.0-eksbuild.1' is not one the chart model was read from (v6.4.0-*)",
         "add-on eks-node-monitoring-agent v9.0.0-eksbuild.1": "eks-node-monitoring-agent version "
@@ -244,14 +244,14 @@ def test_the_device_plugin_charts_mps_control_daemon_is_a_row_that_runs_only_on_
     dev: Run,
 ) -> None:
     found = {landing.agent.name: landing for landing in landings(_triples(dev), DEFAULT_PLACEMENT)}
-    mps = found["nvidia-device-plugin-mps-control-daemon (helm 0.20.0)"]
+    mps = found["nvidia-device-plugin-mps-control-daemon (helm 0.19.3)"]
     assert mps.agent.intent == "none" and set(mps.where.values()) == {"-"}
     assert mps.agent.pod["nodeSelector"] == {
         "nvidia.com/mps.capable": "true",
         **DEFAULT_PLACEMENT.node_selector(),
     }
     assert (
-        mps.agent.pod["tolerations"] == found["nvidia-device-plugin (helm 0.20.0)"].agent.pod["tolerations"]
+        mps.agent.pod["tolerations"] == found["nvidia-device-plugin (helm 0.19.3)"].agent.pod["tolerations"]
     )
     # a pool whose nodes are labelled MPS-capable (MPS sharing configured) does get it
     mps_pool = (
