@@ -1,0 +1,48 @@
+"""``python -m localcluster start|stop|status``: the control plane plus the dev stack's nodes.
+
+``start`` runs the platform program offline (Pulumi's mock engine) to read the
+node groups it declares, starts the control plane, registers one fake node per
+GPU pool and the system group's desired size, and waits until all are Ready.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from localcluster import cluster
+
+
+def add_nodes(stack: str = "dev") -> int:
+    """Register the dev stack's mirrored nodes and wait until kwok reports them Ready."""
+    from infra.tooling.offline import PLATFORM_ROOT, run_project
+    from localcluster.kube import Kube, node_ready, wait_for
+    from localcluster.nodes import node_manifests
+
+    manifests = node_manifests(run_project(PLATFORM_ROOT, stack))
+    kube = Kube(cluster.KUBECONFIG)
+    for manifest in manifests:
+        kube.create_node(manifest)
+    names = {m["metadata"]["name"] for m in manifests}
+    wait_for(
+        f"nodes {sorted(names)} Ready",
+        lambda: names <= {n.metadata.name for n in kube.nodes() if node_ready(n)},
+        timeout=60,
+    )
+    return len(manifests)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] != ["start"]:
+        return cluster.main(argv)
+    try:
+        kubeconfig = cluster.start()
+        print(f"registered {add_nodes()} nodes mirroring the dev stack's node groups")
+    except (cluster.ClusterError, TimeoutError) as error:
+        print(f"local-cluster: {error}", file=sys.stderr)
+        return 1
+    print(f"kubeconfig: {kubeconfig}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,339 @@
+"""Start, check and stop the local control plane: etcd, the Kubernetes control plane, kwok.
+
+Everything listens on 127.0.0.1 only, on ports picked free at start. State (pids,
+ports, certificates, etcd's data, logs, the kubeconfig) lives in
+``.cache/localcluster/run``; ``stop`` ends every process it started and removes it.
+A start over a half-dead cluster (a killed API server, a crashed start) stops the
+rest first, so a retry is always clean.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from localcluster import pki
+from localcluster.gomod import module_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("LOCALCLUSTER_CACHE", ROOT / ".cache" / "localcluster"))
+BIN = CACHE / "bin"
+RUN = CACHE / "run"
+STATE = RUN / "state.json"
+KUBECONFIG = RUN / "kubeconfig"
+HOST = "127.0.0.1"
+SERVICE_RANGE = "10.96.0.0/16"
+# EKS turns on ExtendedResourceToleration (a pod asking for nvidia.com/gpu tolerates a
+# taint of that name); PodSecurity is on by default and enforced per namespace label.
+ADMISSION = "ExtendedResourceToleration"
+STARTUP_SECONDS = 90
+
+
+class ClusterError(RuntimeError):
+    """The local cluster cannot start or answer; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    etcd: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def _pki(name: str) -> str:
+    return str(RUN / "pki" / name)
+
+
+def _commands(p: Ports) -> dict[str, list[str]]:
+    """Each component's command line, in start order."""
+    kubeconfig = str(KUBECONFIG)
+    return {
+        "etcd": [
+            str(BIN / "etcd"),
+            f"--data-dir={RUN / 'etcd'}",
+            f"--listen-client-urls=http://{HOST}:{p.etcd}",
+            f"--advertise-client-urls=http://{HOST}:{p.etcd}",
+            f"--listen-peer-urls=http://{HOST}:{p.etcd_peer}",
+            f"--initial-advertise-peer-urls=http://{HOST}:{p.etcd_peer}",
+            f"--initial-cluster=default=http://{HOST}:{p.etcd_peer}",
+            "--unsafe-no-fsync",  # a throwaway test store: durability is not wanted
+            "--log-level=warn",
+        ],
+        "kube-apiserver": [
+            str(BIN / "kube-apiserver"),
+            f"--etcd-servers=http://{HOST}:{p.etcd}",
+            f"--bind-address={HOST}",
+            f"--advertise-address={HOST}",
+            f"--secure-port={p.apiserver}",
+            f"--tls-cert-file={_pki('apiserver.crt')}",
+            f"--tls-private-key-file={_pki('apiserver.key')}",
+            f"--client-ca-file={_pki('ca.crt')}",
+            f"--service-account-key-file={_pki('sa.pub')}",
+            f"--service-account-signing-key-file={_pki('sa.key')}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-cluster-ip-range={SERVICE_RANGE}",
+            "--authorization-mode=Node,RBAC",
+            f"--enable-admission-plugins={ADMISSION}",
+            "--allow-privileged=true",
+            # The kubernetes Service would point at 127.0.0.1, which Endpoints refuse.
+            "--endpoint-reconciler-type=none",
+        ],
+        "kube-controller-manager": [
+            str(BIN / "kube-controller-manager"),
+            f"--kubeconfig={kubeconfig}",
+            f"--bind-address={HOST}",
+            f"--secure-port={p.controller_manager}",
+            "--leader-elect=false",
+            f"--service-account-private-key-file={_pki('sa.key')}",
+            f"--root-ca-file={_pki('ca.crt')}",
+            f"--service-cluster-ip-range={SERVICE_RANGE}",
+            "--controllers=*",
+            "--kube-api-qps=200",  # hundreds of generated nodes: the default 20/s makes tests wait
+            "--kube-api-burst=400",
+        ],
+        "kube-scheduler": [
+            str(BIN / "kube-scheduler"),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            f"--bind-address={HOST}",
+            f"--secure-port={p.scheduler}",
+            "--leader-elect=false",
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
+        ],
+        "kwok": [
+            str(BIN / "kwok"),
+            f"--kubeconfig={kubeconfig}",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            "--node-lease-duration-seconds=40",
+            *(f"--config={stage}" for stage in _kwok_stages()),
+        ],
+    }
+
+
+KWOK_STAGES = (
+    "node/fast/node-initialize.yaml",  # Ready with the capacity we set
+    "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",  # stays Ready (leases, conditions)
+    "pod/fast/pod-ready.yaml",  # a bound pod runs and is Ready
+    "pod/fast/pod-complete.yaml",  # a Job's pod succeeds
+    "pod/fast/pod-delete.yaml",  # a deleted pod goes away
+)
+
+
+def _kwok_stages() -> list[str]:
+    """kwok's own stage files, from its module at the pinned version (kwok runs none by default)."""
+    root = module_dir("tools", "sigs.k8s.io/kwok") / "kustomize" / "stage"
+    return [str(root / stage) for stage in KWOK_STAGES]
+
+
+def _kubeconfig(p: Ports) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "local",
+                    "cluster": {
+                        "server": f"https://{HOST}:{p.apiserver}",
+                        "certificate-authority": _pki("ca.crt"),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "admin",
+                    "user": {"client-certificate": _pki("admin.crt"), "client-key": _pki("admin.key")},
+                }
+            ],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],
+            "current-context": "local",
+        },
+        indent=2,
+    )
+
+
+def _get(url: str, *, tls: bool | None) -> int:
+    """The HTTP status of ``url`` (0: no answer). tls: True as admin, None unverified, False plain."""
+    context = None
+    if tls is None:
+        context = ssl._create_unverified_context()  # self-signed serving certs of our own components
+    elif tls:
+        context = ssl.create_default_context(cafile=_pki("ca.crt"))
+        context.load_cert_chain(_pki("admin.crt"), _pki("admin.key"))
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=2) as response:
+            return response.status
+    except OSError:
+        return 0
+
+
+def _ready_checks(p: Ports) -> dict[str, Callable[[], bool]]:
+    api = f"https://{HOST}:{p.apiserver}"
+    return {
+        "etcd": lambda: _get(f"http://{HOST}:{p.etcd}/health", tls=False) == 200,
+        "kube-apiserver": lambda: _get(f"{api}/readyz", tls=True) == 200,
+        "kube-controller-manager": lambda: (
+            _get(f"https://{HOST}:{p.controller_manager}/healthz", tls=None) == 200
+        ),
+        "kube-scheduler": lambda: _get(f"https://{HOST}:{p.scheduler}/healthz", tls=None) == 200,
+        # kwok serves nothing; alive a second after start means it read its stages and connected.
+        "kwok": _after(1.0),
+    }
+
+
+def _after(seconds: float) -> Callable[[], bool]:
+    deadline = time.monotonic() + seconds
+    return lambda: time.monotonic() >= deadline
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped) still answers kill(0): read its state.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _read_state() -> dict | None:
+    try:
+        return json.loads(STATE.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def status() -> dict[str, bool]:
+    """Each started component and whether its process is alive; empty when nothing was started."""
+    state = _read_state() or {}
+    return {name: _alive(pid) for name, pid in state.get("pids", {}).items()}
+
+
+def _wait(name: str, check: Callable[[], bool], pid: int) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            raise ClusterError(f"{name} exited during start-up; its log: {RUN / 'logs' / (name + '.log')}")
+        if check():
+            return
+        time.sleep(0.2)
+    raise ClusterError(
+        f"{name} not ready after {STARTUP_SECONDS} s; its log: {RUN / 'logs' / (name + '.log')}"
+    )
+
+
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+
+def _missing_binaries() -> list[str]:
+    return [name for name in COMPONENTS if not (BIN / name).is_file()]
+
+
+def start(log: Callable[[str], None] = print) -> Path:
+    """Start the control plane and kwok (or find it running); returns the kubeconfig path."""
+    running = status()
+    if running and all(running.values()):
+        log(f"local cluster already running; kubeconfig: {KUBECONFIG}")
+        return KUBECONFIG
+    if running:
+        dead = ", ".join(n for n, ok in running.items() if not ok)
+        log(f"stale local cluster ({dead} not running): stopping the rest before a clean start")
+        stop(log)
+    missing = _missing_binaries()
+    if missing:
+        raise ClusterError(f"not built: {', '.join(missing)} in {BIN}; run localcluster/build first")
+    shutil.rmtree(RUN, ignore_errors=True)
+    (RUN / "logs").mkdir(parents=True)
+    pki.write(RUN / "pki")
+    ports = Ports(*(free_port() for _ in range(5)))
+    KUBECONFIG.write_text(_kubeconfig(ports))
+    pids: dict[str, int] = {}
+    checks = _ready_checks(ports)
+    try:
+        for name, argv in _commands(ports).items():
+            log(f"starting {name}")
+            with open(RUN / "logs" / f"{name}.log", "wb") as out:
+                proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            pids[name] = proc.pid
+            STATE.write_text(json.dumps({"pids": pids, "ports": ports.__dict__}))
+            if name in checks:
+                _wait(name, checks[name], proc.pid)
+    except BaseException:
+        stop(lambda _: None)
+        raise
+    return KUBECONFIG
+
+
+def stop(log: Callable[[str], None] = print) -> None:
+    """End every process the last start began (their whole process groups) and remove the state."""
+    state = _read_state()
+    if state is None:
+        log("local cluster not running")
+        return
+    pids = state.get("pids", {})
+    for name, pid in reversed(list(pids.items())):
+        if _alive(pid):
+            log(f"stopping {name}")
+            _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in pids.values():
+        if _alive(pid):
+            _signal(pid, signal.SIGKILL)
+    STATE.unlink(missing_ok=True)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def main(argv: list[str]) -> int:
+    commands = {"start": start, "stop": stop}
+    if len(argv) != 1 or argv[0] not in (*commands, "status"):
+        print("usage: local-cluster start|stop|status", file=sys.stderr)
+        return 2
+    if argv[0] == "status":
+        running = status()
+        for name, ok in running.items():
+            print(f"{name}: {'running' if ok else 'NOT running'}")
+        if not running:
+            print("local cluster not running")
+        return 0 if running and all(running.values()) else 1
+    try:
+        commands[argv[0]]()
+    except ClusterError as error:
+        print(f"local-cluster: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,101 @@
+"""Talking to the local API server: server-side apply, and waiting for what controllers do.
+
+Thin over the official Python client (``kubernetes``): its dynamic client applies
+any kind by ``apiVersion``/``kind``, exactly as ``kubectl apply --server-side`` does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config, dynamic
+from kubernetes.client.rest import ApiException
+
+FIELD_MANAGER = "eks-gpu-tests"
+
+
+class Kube:
+    """A connection to one cluster, by kubeconfig."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.api = config.new_client_from_config(config_file=str(kubeconfig))
+        self.dynamic = dynamic.DynamicClient(self.api)
+        self.core = client.CoreV1Api(self.api)
+
+    def resource(self, manifest: Mapping[str, Any]) -> Any:
+        return self.dynamic.resources.get(api_version=manifest["apiVersion"], kind=manifest["kind"])
+
+    def apply(self, manifest: Mapping[str, Any], namespace: str | None = None, dry_run: bool = False) -> Any:
+        """Server-side apply one object; raises ``ApiException`` with the API server's refusal."""
+        resource = self.resource(manifest)
+        ns = manifest.get("metadata", {}).get("namespace") or (namespace if resource.namespaced else None)
+        return resource.server_side_apply(
+            body=dict(manifest),
+            name=manifest["metadata"]["name"],
+            namespace=ns,
+            field_manager=FIELD_MANAGER,
+            force_conflicts=True,
+            dry_run="All" if dry_run else None,
+        )
+
+    def apply_all(self, manifests: Iterable[Mapping[str, Any]], namespace: str | None = None) -> None:
+        for manifest in manifests:
+            self.apply(manifest, namespace)
+
+    def create_node(self, manifest: Mapping[str, Any]) -> None:
+        """Nodes take their status on create (as a kubelet registers); apply would drop it."""
+        try:
+            self.core.create_node(body=dict(manifest))
+        except ApiException as error:
+            if error.status != 409:
+                raise
+
+    def namespace(self, name: str, pod_security: str | None = None) -> None:
+        labels = {}
+        if pod_security:
+            labels = {f"pod-security.kubernetes.io/{mode}": pod_security for mode in ("enforce", "warn")}
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+
+    def delete_namespace(self, name: str, timeout: float = 60) -> None:
+        """Delete a namespace and wait until the namespace controller has removed it and its objects."""
+        try:
+            self.core.delete_namespace(name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+        def gone() -> bool:
+            try:
+                self.core.read_namespace(name)
+            except ApiException as error:
+                if error.status == 404:
+                    return True
+                raise
+            return False
+
+        wait_for(f"namespace {name} to be deleted", gone, timeout=timeout)
+
+    def pods(self, namespace: str, selector: str = "") -> list[Any]:
+        return self.core.list_namespaced_pod(namespace, label_selector=selector).items
+
+    def nodes(self, selector: str = "") -> list[Any]:
+        return self.core.list_node(label_selector=selector).items
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60, every: float = 0.25) -> Any:
+    """Poll ``check`` until it returns something truthy; the error says what never happened."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(every)
+
+
+def node_ready(node: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])

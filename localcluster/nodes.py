@@ -1,0 +1,136 @@
+"""Fake nodes (kwok) that mirror what the platform program declares, never hand-copied.
+
+Each ``aws.eks.NodeGroup`` the dev stack's program registers becomes nodes with
+the group's labels and taints (EKS spelling turned into Kubernetes'), the labels
+EKS and the kubelet add (arch from the AMI type, instance type, node group,
+capacity type), and the capacity of its first instance type. ``nvidia.com/gpu``
+is what the NVIDIA device plugin would advertise there: the instance's GPUs
+times the time-slicing replicas of the plugin config the node's
+``nvidia.com/device-plugin.config`` label picks from the Helm release's values
+(the chart's ``config.default`` when it has none).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
+from infra.platform.node_pools import DEVICE_PLUGIN_CONFIG_LABEL
+from infra.tooling.offline import Registration, Run
+from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+"""kwok manages only nodes with this annotation (``--manage-nodes-with-annotation-selector``)."""
+PODS_PER_NODE = "110"
+
+# AMI type -> kubernetes.io/arch, as the kubelet on that AMI reports it.
+_ARCH = {"ARM_64": "arm64", "x86_64": "amd64"}
+
+
+@dataclass(frozen=True)
+class MirroredGroup:
+    """One declared node group, as the nodes it starts will look."""
+
+    name: str
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    instance_type: str
+    gpus: int
+    """``nvidia.com/gpu`` each node advertises (0 for groups without GPUs)."""
+    size: int
+
+
+def _arch(ami_type: str) -> str:
+    for marker, arch in _ARCH.items():
+        if marker in ami_type:
+            return arch
+    raise ValueError(f"cannot tell the architecture of AMI type {ami_type!r}")
+
+
+def _plugin_replicas(run: Run) -> tuple[dict[str, int], str | None]:
+    """Time-slicing replicas per named device plugin config, and the default config's name."""
+    releases = [r for r in run.of_type(RELEASE) if r.inputs.get("chart") == "nvidia-device-plugin"]
+    if not releases:
+        return {}, None
+    config = (releases[0].inputs.get("values") or {}).get("config") or {}
+    replicas: dict[str, int] = {}
+    for name, text in (config.get("map") or {}).items():
+        sharing = (yaml.safe_load(text) or {}).get("sharing") or {}
+        resources = (sharing.get("timeSlicing") or {}).get("resources") or []
+        replicas[name] = next((int(r["replicas"]) for r in resources if r["name"] == GPU_RESOURCE), 1)
+    return replicas, config.get("default")
+
+
+def _gpus(labels: Mapping[str, str], physical: int, run: Run) -> int:
+    if physical == 0:
+        return 0
+    replicas, default = _plugin_replicas(run)
+    chosen = labels.get(DEVICE_PLUGIN_CONFIG_LABEL, default)
+    return physical * replicas.get(chosen, 1) if chosen else physical
+
+
+def mirror(group: Registration, run: Run, gpu_nodes: int) -> MirroredGroup:
+    """The nodes of one declared group: GPU groups get ``gpu_nodes``, others their desired size."""
+    inputs = group.inputs
+    instance = inputs["instanceTypes"][0]
+    physical = ARM_NVIDIA[instance].gpus if instance in ARM_NVIDIA else 0
+    if instance not in ARM_NVIDIA and instance not in ARM_SYSTEM:
+        raise ValueError(f"node group {group.name}: no capacity known for instance type {instance!r}")
+    labels = {
+        **inputs.get("labels", {}),
+        "kubernetes.io/arch": _arch(inputs["amiType"]),
+        "kubernetes.io/os": "linux",
+        "node.kubernetes.io/instance-type": instance,
+        "eks.amazonaws.com/nodegroup": group.name,
+        "eks.amazonaws.com/capacityType": inputs.get("capacityType", "ON_DEMAND"),
+    }
+    taints = [
+        {"key": t["key"], "value": t.get("value", ""), "effect": EKS_TO_K8S_EFFECT[t["effect"]]}
+        for t in inputs.get("taints", [])
+    ]
+    size = gpu_nodes if physical else int(inputs["scalingConfig"]["desiredSize"])
+    return MirroredGroup(group.name, labels, taints, instance, _gpus(labels, physical, run), size)
+
+
+def mirrored_groups(run: Run, gpu_nodes: int = 1) -> list[MirroredGroup]:
+    return [mirror(g, run, gpu_nodes) for g in run.of_type(NODE_GROUP)]
+
+
+def node_object(
+    name: str, labels: Mapping[str, str], taints: list[dict[str, str]], capacity: Mapping[str, str]
+) -> dict[str, Any]:
+    """A Node that kwok keeps Ready, registered Ready as a kubelet would (so no not-ready taint)."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {KWOK_ANNOTATION: "fake"},
+            "labels": {**labels, "kubernetes.io/hostname": name, "type": "kwok"},
+        },
+        "spec": {"taints": taints},
+        "status": {"capacity": dict(capacity), "allocatable": dict(capacity), "conditions": [ready]},
+    }
+
+
+def node_manifest(group: MirroredGroup, index: int) -> dict[str, Any]:
+    """Node ``index`` of ``group``, with the capacity of the group's instance type."""
+    spec = ARM_NVIDIA.get(group.instance_type) or ARM_SYSTEM[group.instance_type]
+    capacity = {"cpu": str(spec.vcpus), "memory": f"{spec.memory_gib}Gi", "pods": PODS_PER_NODE}
+    if group.gpus:
+        capacity[GPU_RESOURCE] = str(group.gpus)
+    return node_object(f"{group.name}-{index}", group.labels, group.taints, capacity)
+
+
+def node_manifests(run: Run, gpu_nodes: int = 1) -> list[dict[str, Any]]:
+    """Every fake node of the dev stack: its groups' nodes, named ``<group>-<n>``."""
+    return [node_manifest(g, i) for g in mirrored_groups(run, gpu_nodes) for i in range(g.size)]

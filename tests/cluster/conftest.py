@@ -1,0 +1,40 @@
+"""The local control plane for the tests that need real Kubernetes (``-m cluster``).
+
+One cluster per test session: started here unless already running (then left
+running), stopped at the end if this session started it. Each test works in
+namespaces of its own and removes any node it adds.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from localcluster import cluster as local
+from localcluster.kube import Kube
+
+ROOT = local.ROOT
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/cluster/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def kube() -> Iterator[Kube]:
+    running = local.status()
+    started = not (running and all(running.values()))
+    if started:
+        result = subprocess.run(
+            [sys.executable, "-m", "localcluster", "start"], cwd=ROOT, capture_output=True, text=True
+        )
+        if result.returncode != 0:
+            pytest.fail(f"bin/local-cluster start failed:\n{result.stdout}\n{result.stderr}")
+    yield Kube(local.KUBECONFIG)
+    if started:
+        local.stop(lambda _: None)

@@ -1,0 +1,65 @@
+"""The real NVIDIA chart, with the platform's values, runs one plugin pod on every GPU node, none elsewhere.
+
+The chart comes from its Go module at the pinned version, helm renders it, the API
+server takes every object, and the real DaemonSet controller and scheduler place
+the pods on the dev stack's mirrored nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.tooling.offline import PLATFORM_ROOT, Run, run_project
+from localcluster import charts
+from localcluster.kube import Kube, wait_for
+from localcluster.nodes import node_manifests
+
+NAMESPACE = "nvidia-device-plugin"
+
+
+@pytest.fixture(scope="module")
+def platform() -> Run:
+    return run_project(PLATFORM_ROOT, "dev")
+
+
+def _release(platform: Run) -> Any:
+    (release,) = [
+        r
+        for r in platform.of_type("kubernetes:helm.sh/v3:Release")
+        if r.inputs["chart"] == "nvidia-device-plugin"
+    ]
+    return release
+
+
+def test_the_platform_deploys_the_chart_version_the_tests_render(platform: Run) -> None:
+    assert _release(platform).inputs["version"] == charts.device_plugin_chart_version()
+
+
+def test_one_plugin_pod_per_gpu_node_and_none_elsewhere(kube: Kube, platform: Run) -> None:
+    release = _release(platform)
+    namespace = release.inputs["namespace"]
+    objects = charts.render(
+        charts.device_plugin_chart(),
+        release.inputs["values"],
+        release=release.inputs["name"],
+        namespace=namespace,
+    )
+    # The plugin mounts host paths: its namespace is privileged, as on EKS.
+    kube.namespace(namespace, pod_security="privileged")
+    kube.apply_all(objects, namespace)
+    mirrored = {n["metadata"]["name"]: n for n in node_manifests(platform)}
+    gpu_nodes = {name for name, n in mirrored.items() if "nvidia.com/gpu" in n["status"]["allocatable"]}
+    assert gpu_nodes and len(gpu_nodes) < len(mirrored), "the dev stack mirrors GPU and system nodes"
+
+    def placed() -> set[str] | None:
+        pods = kube.pods(namespace, "app.kubernetes.io/name=nvidia-device-plugin")
+        on = [p.spec.node_name for p in pods if p.spec.node_name in mirrored]
+        return set(on) if len(on) >= len(gpu_nodes) else None
+
+    try:
+        on = wait_for("the device plugin's pods to be scheduled", placed, timeout=60)
+        assert on == gpu_nodes
+    finally:
+        kube.delete_namespace(namespace)
