@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 import yaml
 
@@ -14,6 +9,7 @@ from infra.platform.device_plugin import CHART_TOLERATIONS, values
 from infra.tooling.chart_models import DEVICE_PLUGIN_DEFAULTS, device_plugin_pod
 from infra.workloads.placement import DEFAULT_PLACEMENT, GpuPool, Placement
 from infra.workloads.scheduling import Node, placeable_on
+from localcluster import charts
 
 
 def _nodes(placement: Placement) -> list[Node]:
@@ -52,42 +48,21 @@ def test_values_replace_the_nfd_affinity_and_keep_the_charts_tolerations() -> No
     assert list(CHART_TOLERATIONS) == DEVICE_PLUGIN_DEFAULTS["tolerations"]  # the chart's own, kept
 
 
-# --- opt-in: render the real chart with helm, where both are available -------------
-
-HELM = os.environ.get("HELM") or shutil.which("helm")
-CHART_DIR = os.environ.get("NVIDIA_DEVICE_PLUGIN_CHART")
+# --- the real chart at the pinned version, rendered by helm (localcluster/charts) --------
 
 
-def _render(chart_values: dict, tmp_path: Path) -> list[dict]:
+def _render(chart_values: dict) -> list[dict]:
     """``helm template`` of the real chart with ``chart_values``: every object it would install."""
-    values_file = tmp_path / "values.yaml"
-    values_file.write_text(yaml.safe_dump(chart_values))
-    out = subprocess.run(
-        [
-            HELM,
-            "template",
-            "nvidia-device-plugin",
-            CHART_DIR,
-            "-n",
-            "nvidia-device-plugin",
-            "-f",
-            str(values_file),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
+    return charts.render(
+        charts.device_plugin_chart(),
+        chart_values,
+        release="nvidia-device-plugin",
+        namespace="nvidia-device-plugin",
+    )
 
 
-REAL_CHART = pytest.mark.skipif(
-    not (HELM and CHART_DIR), reason="set NVIDIA_DEVICE_PLUGIN_CHART (chart dir) and have helm (or HELM)"
-)
-
-
-@REAL_CHART
-def test_the_real_chart_renders_what_the_model_predicts(tmp_path: Path) -> None:
-    objects = _render(values(DEFAULT_PLACEMENT), tmp_path)
+def test_the_real_chart_renders_what_the_model_predicts() -> None:
+    objects = _render(values(DEFAULT_PLACEMENT))
     daemonsets = {d["metadata"]["name"]: d for d in objects if d["kind"] == "DaemonSet"}
     pod = daemonsets["nvidia-device-plugin"]["spec"]["template"]["spec"]
     model = device_plugin_pod(values(DEFAULT_PLACEMENT))
@@ -130,9 +105,8 @@ def test_without_sharing_there_is_no_config_and_no_sidecar() -> None:
     assert "config" not in whole and "migStrategy" not in whole
 
 
-@REAL_CHART
-def test_the_real_chart_renders_the_sharing_config_as_the_model_says(tmp_path: Path) -> None:
-    objects = _render(values(SHARED), tmp_path)
+def test_the_real_chart_renders_the_sharing_config_as_the_model_says() -> None:
+    objects = _render(values(SHARED))
     (config_map,) = [d for d in objects if d["kind"] == "ConfigMap"]
     rendered = {name: yaml.safe_load(text) for name, text in config_map["data"].items()}
     assert rendered == {name: yaml.safe_load(text) for name, text in values(SHARED)["config"]["map"].items()}
