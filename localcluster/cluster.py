@@ -301,7 +301,7 @@ def stop(log: Callable[[str], None] = print) -> None:
         if _alive(pid):
             log(f"stopping {name}")
             _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 5  # a throwaway cluster: no need for a long graceful shutdown
     while any(_alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
         time.sleep(0.1)
     for pid in pids.values():
