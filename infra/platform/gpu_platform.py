@@ -47,14 +47,15 @@ class GpuPlatform(pulumi.ComponentResource):
             key=key,
             opts=guarded,
         )
-        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[self.cluster])
-        role = node_role(f"{name}-node", child)
+        nodes = node_role(f"{name}-node", child)
+        # Node groups come after the cluster and the role's policy attachments, and go before them.
+        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[self.cluster, *nodes.attachments])
 
         self.system_nodes = managed_node_group(
             f"{name}-system",
             cluster_name=config.cluster_name,
             node_group_name_prefix="system-",
-            node_role_arn=role.arn,
+            node_role_arn=nodes.role.arn,
             subnet_ids=net.private_subnet_ids,
             kubernetes_version=config.kubernetes_version,
             ami_type=SYSTEM_AMI_TYPE,
@@ -71,7 +72,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 f"{name}-gpu-{pool.name}",
                 cluster_name=config.cluster_name,
                 node_group_name_prefix=f"gpu-{pool.name}-",
-                node_role_arn=role.arn,
+                node_role_arn=nodes.role.arn,
                 subnet_ids=net.private_subnet_ids,
                 kubernetes_version=config.kubernetes_version,
                 ami_type=GPU_AMI_TYPE,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -40,14 +41,30 @@ NODE_MANAGED_POLICIES: tuple[str, ...] = (
 )
 
 
-def node_role(name: str, opts: pulumi.ResourceOptions) -> aws.iam.Role:
-    """One role for both node groups: both need exactly the same permissions."""
+@dataclass(frozen=True)
+class NodeRole:
+    """The nodes' role and its policy attachments: a node group waits for both."""
+
+    role: aws.iam.Role
+    attachments: tuple[aws.iam.RolePolicyAttachment, ...]
+
+
+def node_role(name: str, opts: pulumi.ResourceOptions) -> NodeRole:
+    """One role for both node groups: both need exactly the same permissions.
+
+    Node groups must depend on the attachments, not only on the role: created
+    after them, deleted before them, or EKS cannot clean up the group's EC2
+    instances and network interfaces (terraform-provider-aws, docs of
+    ``aws_eks_node_group``).
+    """
     role = aws.iam.Role(name, assume_role_policy=json.dumps(EC2_TRUST_POLICY), opts=opts)
-    for policy in NODE_MANAGED_POLICIES:
+    attachments = tuple(
         aws.iam.RolePolicyAttachment(
             f"{name}-{policy.rsplit('/', 1)[1]}",
             role=role.name,
             policy_arn=policy,
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=role)),
         )
-    return role
+        for policy in NODE_MANAGED_POLICIES
+    )
+    return NodeRole(role, attachments)

@@ -356,6 +356,22 @@ def test_node_role_has_only_the_node_policies(dev: Run) -> None:
     assert sorted(attached) == sorted(NODE_MANAGED_POLICIES)
 
 
+def test_every_node_group_waits_for_the_node_roles_policy_attachments(dev: Run) -> None:
+    """Created after the attachments and deleted before them (terraform-provider-aws, aws_eks_node_group
+    docs): otherwise EKS cannot delete the group's instances and network interfaces."""
+    role = dev.one("aws:iam/role:Role", "gpu-platform-node")
+    attachments = {
+        r.urn
+        for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if r.parent == role.urn
+    }
+    assert len(attachments) == len(NODE_MANAGED_POLICIES)
+    groups = dev.of_type(NODE_GROUP)
+    assert {g.name for g in groups} >= {"gpu-platform-system", "gpu-platform-gpu-inference"}
+    for group in groups:
+        assert attachments <= set(group.dependencies), group.name
+
+
 def test_device_plugin_release_inputs(dev: Run) -> None:
     release = dev.one("kubernetes:helm.sh/v3:Release", "nvidia-device-plugin")
     provider = dev.one("pulumi:providers:kubernetes", "gpu-platform-k8s")
