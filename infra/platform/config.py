@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 from infra.platform import config_types as t
 from infra.platform.gpu_metrics import MAX_ALARM_SECONDS
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
+from infra.platform.node_pools import WHOLE_GPUS
 from infra.workloads.placement import POOL_LABEL, GpuPool, Placement, PlacementError
 
 # EKS standard support (AWS user guide, "kubernetes-versions"): 1.34 ended on
@@ -40,6 +41,8 @@ MAX_TIME_SLICES = 16
 # Subnets each AZ gets in a new VPC: nodes and pods (VPC CNI) in private, load balancers in public.
 PRIVATE_SUBNET_PREFIX = 19
 PUBLIC_SUBNET_PREFIX = 22
+# EC2 CreateVpc takes an IPv4 block from /16 (65,536 addresses) to /28 (16).
+VPC_PREFIXES = (16, 28)
 _IAM_PRINCIPAL = r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}"
 
 
@@ -78,6 +81,19 @@ def _principal(value: Any) -> str:
     )
 
 
+def _vpc_cidr(value: Any) -> str:
+    cidr = t.ipv4_cidr(value)
+    prefix = ipaddress.ip_network(cidr).prefixlen
+    low, high = VPC_PREFIXES
+    if not low <= prefix <= high:
+        raise ValueError(
+            f"must be an IPv4 block from /{low} to /{high}, the VPC sizes AWS CreateVpc accepts, got {value!r}; "
+            "e.g. 10.0.0.0/16"
+        )
+    return cidr
+
+
+_vpc_cidr.allowed = f"IPv4 CIDR /{VPC_PREFIXES[0]} to /{VPC_PREFIXES[1]} (AWS's VPC sizes)"  # type: ignore[attr-defined]
 _gpu_disk.allowed = f"whole number {MIN_GPU_DISK_GIB}-16384"  # type: ignore[attr-defined]
 _kubernetes_version.allowed = ", ".join(f'`"{v}"`' for v in SUPPORTED_KUBERNETES_VERSIONS)  # type: ignore[attr-defined]
 _principal.allowed = "IAM role or user ARN"  # type: ignore[attr-defined]
@@ -128,7 +144,7 @@ class NetworkConfig(Section):
         tuple[str, ...], BeforeValidator(t.items(t.text(r"subnet-[0-9a-f]{8,17}", "a subnet ID")))
     ] = ()
     """Subnets of an existing VPC for internet load balancers."""
-    cidr: Annotated[str, BeforeValidator(t.ipv4_cidr)] = "10.0.0.0/16"
+    cidr: Annotated[str, BeforeValidator(_vpc_cidr)] = "10.0.0.0/16"
     """A new VPC's range: it must hold a private /19 and a public /22 per AZ (checked)."""
     availability_zones: Annotated[int, BeforeValidator(t.whole(2, 6))] = 3
     """AZs of a new VPC."""
@@ -306,6 +322,12 @@ def _pool_name(value: Any) -> str:
             f"pool name {value!r} must be 1-32 letters, digits, '-' or '_', starting and ending with a "
             "letter or digit (it becomes a node label value and part of the EKS node group's name)"
         )
+    if value == WHOLE_GPUS:
+        raise ValueError(
+            f"pool name {value!r} is reserved: it names the NVIDIA device plugin's default config, which "
+            "every pool without sharing runs, and a time-sliced pool's config takes its pool's name; "
+            f"allowed: any other name of 1-32 letters, digits, '-' or '_'"
+        )
     return value
 
 
@@ -439,7 +461,7 @@ class PlatformConfig(Section):
     gpu_pools: Annotated[
         dict[str, GpuPoolConfig], Field(default_factory=_default_pools, validate_default=True)
     ]
-    """GPU pools by name: each a managed node group tainted and labelled by the contract, plus eks-gpu/pool=<name>."""
+    """GPU pools by name (not whole-gpus, the device plugin's default config): each a managed node group tainted and labelled by the contract, plus eks-gpu/pool=<name>."""
     placement: Annotated[PlacementConfig, _SECTION]
     """The contract's label and taint on every GPU node."""
     device_plugin: Annotated[DevicePluginConfig, _SECTION]

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from infra.platform.config import DevicePluginConfig
+from infra.platform.node_pools import WHOLE_GPUS
 from infra.workloads.placement import GPU_RESOURCE, Placement
 
 CHART = "nvidia-device-plugin"
@@ -31,10 +32,6 @@ CHART_TOLERATIONS: tuple[dict[str, str], ...] = (
     {"key": "CriticalAddonsOnly", "operator": "Exists"},
     {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
 )
-
-
-WHOLE_GPUS = "whole-gpus"
-"""The plugin config of every pool without sharing, and of any node without the config label."""
 
 
 def plugin_configs(placement: Placement) -> dict[str, dict[str, Any]]:

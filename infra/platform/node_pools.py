@@ -29,6 +29,9 @@ ACCELERATOR = "nvidia-t4g"
 # The NVIDIA device plugin's config-manager picks the named config in this node label
 # (deployments/helm/nvidia-device-plugin/templates/daemonset-device-plugin.yml, v0.19.3).
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# The plugin's default config: every pool without sharing (and any node without the label)
+# runs it. A time-sliced pool's config takes the pool's name, so no pool may be called this.
+WHOLE_GPUS = "whole-gpus"
 # Our own discovery tag: the autoscaler scales GPU pools only (EKS tags every managed
 # group's ASG with k8s.io/cluster-autoscaler/enabled and .../<cluster>, the system group's too).
 AUTOSCALED_TAG = "eks-gpu/autoscaled"

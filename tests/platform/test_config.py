@@ -118,6 +118,11 @@ BAD = [
     ({"network": {"cidr": "10.0.0.0/24"}}, "cannot hold 3 private /19 and 3 public /22 subnets"),
     ({"network": {"cidr": "10.0.0.0/18", "availabilityZones": 2}}, "use a /17 or larger"),
     ({"network": {"cidr": "10.0.0.0/17", "availabilityZones": 4}}, "use a /16 or larger"),
+    # EC2 CreateVpc takes /16 to /28; a /8 holds the subnets but AWS refuses it (issue 19).
+    ({"network": {"cidr": "10.0.0.0/8"}}, "network.cidr must be an IPv4 block from /16 to /28"),
+    ({"network": {"cidr": "10.0.0.0/15"}}, "the VPC sizes AWS CreateVpc accepts, got '10.0.0.0/15'"),
+    ({"network": {"cidr": "10.0.0.0/29"}}, "network.cidr must be an IPv4 block from /16 to /28"),
+    ({"network": {"cidr": "10.0.0.0/17"}}, None),  # 3 AZs fit a /17
     (
         {"network": {"cidr": "fd00::/56"}},
         "network.cidr must be an IPv4 CIDR (this platform builds an IPv4 cluster)",
@@ -182,6 +187,14 @@ BAD = [
     ),
     ({"gpuPools": {"a.b": {}}}, "pool name 'a.b' must be 1-32"),  # EKS node group names take no '.'
     ({"gpuPools": {"p" * 33: {}}}, "must be 1-32"),  # gpu-<pool>- is capped at 37 characters
+    # The device plugin's default config is named whole-gpus; a shared pool's config takes the pool's
+    # name, so a pool called that would overwrite the default every unshared node runs (issue 19).
+    (
+        {"gpuPools": {"whole-gpus": {"sharing": {"timeSlicing": {"replicas": 2}}}}},
+        "gpuPools.whole-gpus: pool name 'whole-gpus' is reserved: it names the NVIDIA device plugin's "
+        "default config",
+    ),
+    ({"gpuPools": {"whole-gpus": {}}}, "allowed: any other name"),
     (
         {"gpuPools": {"gpu": {"sharing": {"timeSlicing": {"replicas": 1}}}}},
         "replicas must be a whole number from 2 to 16, got 1",
