@@ -143,13 +143,24 @@ class GpuPool:
         return self.gpus_per_node * self.time_slicing_replicas
 
     @property
-    def max_gpus_per_pod(self) -> int:
-        """The most ``nvidia.com/gpu`` one pod can get on this pool.
+    def max_gpus_per_container(self) -> int:
+        """The most ``nvidia.com/gpu`` one container (init containers too) can ask for on this pool.
 
-        Shared pools run the device plugin with ``failRequestsGreaterThanOne``: a
-        request above 1 would be a slice of the same GPU twice, so it is refused.
+        Shared pools run the device plugin with ``failRequestsGreaterThanOne``, which it
+        checks per container request (NVIDIA/k8s-device-plugin ``internal/rm/rm.go``
+        ``ValidateRequest``, called once per container by ``Allocate``): a container
+        asking for 2 would get two slices of one GPU, so it is refused.
         """
         return 1 if self.shared else self.gpus_per_node
+
+    @property
+    def max_gpus_per_pod(self) -> int:
+        """The most ``nvidia.com/gpu`` one pod can get on this pool: what one node advertises.
+
+        The scheduler counts the pod's total against the node's allocatable, so on a
+        shared pool a pod of several one-GPU containers fits up to the node's slots.
+        """
+        return self.slots_per_node
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -22,7 +22,7 @@ from infra.workloads.placement import (
     PlacementError,
     whole_number,
 )
-from infra.workloads.pools import apply_pool, check_affinity
+from infra.workloads.pools import GpuDemand, apply_pool, check_affinity
 from infra.workloads.quantity import QuantityError, whole_count
 from infra.workloads.scheduling import match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
@@ -190,58 +190,87 @@ def _check_names(pod: Mapping[str, Any], where: str) -> None:
             seen[name] = here
 
 
-def _init_gpus(pod: dict[str, Any], where: str) -> tuple[Any, Any]:
-    """(GPUs held by restartable init containers (sidecars), the peak of any other init container)."""
-    items = _copied_containers(pod, "initContainers", where)
+def _counts(pod: dict[str, Any], field: str, where: str) -> list[tuple[str, Any, Any]] | Any:
+    """(path, GPU count, restartPolicy) of each container in ``field``; the count is None if not declared."""
+    items = _copied_containers(pod, field, where)
     if not known(items):
-        return UNKNOWN, UNKNOWN
-    sidecars: Any = 0
-    peak: Any = 0
+        return UNKNOWN
+    found: list[tuple[str, Any, Any]] = []
     for index, container in enumerate(items or []):
-        if not isinstance(container, dict):
-            return UNKNOWN, UNKNOWN
-        count = _container_gpus(container, f"{where}.initContainers[{index}]") or 0
-        policy = container.get("restartPolicy")
-        if not known(count) or not known(policy) or not known(sidecars):
-            sidecars = peak = UNKNOWN
-        elif policy == "Always":
-            sidecars += count  # a sidecar keeps its GPUs while later containers run
-        elif known(peak):
-            peak = max(peak, count + sidecars)
+        path = f"{where}.{field}[{index}]"
+        if isinstance(container, dict):
+            found.append((path, _container_gpus(container, path), container.get("restartPolicy")))
+        else:
+            found.append((path, UNKNOWN, UNKNOWN))
+    return found
+
+
+def _init_total(init: list[tuple[str, Any, Any]]) -> tuple[int, int]:
+    """(GPUs held by restartable init containers (sidecars), the peak of any other init container)."""
+    sidecars = peak = 0
+    for _, count, policy in init:
+        if policy == "Always":
+            sidecars += count or 0  # a sidecar keeps its GPUs while later containers run
+        else:
+            peak = max(peak, (count or 0) + sidecars)
     return sidecars, peak
 
 
-def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> Any:
-    """Set the containers' GPUs; return the pod's GPU total as the scheduler counts it (or UNKNOWN)."""
-    sidecars, init_peak = _init_gpus(pod, where)
-    containers = _copied_containers(pod, "containers", where)
-    if not known(containers):
+def _demand(init: Any, main: Any) -> GpuDemand:
+    """What the pod asks of one node: the scheduler's total when all is known, else what is known."""
+    inits = init if known(init) else []
+    mains = main if known(main) else []
+    declared = [(path, n) for path, n, _ in [*inits, *mains] if known(n) and n is not None]
+    largest_where, largest = max(declared, key=lambda d: d[1], default=("", 0))
+    main_counts = [n for _, n, _ in mains if n is not None]
+    init_counts = [n for _, n, _ in inits if known(n) and n is not None]
+    floor = max(sum(n for n in main_counts if known(n)), max(init_counts, default=0))
+    settled = (
+        known(init)
+        and known(main)
+        and all(known(n) for n in main_counts)
+        and all(known(n) and known(policy) for _, n, policy in inits)
+    )
+    if not settled:
+        return GpuDemand(UNKNOWN, floor, largest, largest_where)
+    sidecars, peak = _init_total(inits)
+    return GpuDemand(max(sum(main_counts) + sidecars, peak), floor, largest, largest_where)
+
+
+def _give_first(pod: dict[str, Any], gpus: int | None, where: str) -> list[tuple[str, Any, Any]] | Any:
+    """No container declares GPUs: the first gets ``gpus`` (default 1); its new count, or UNKNOWN."""
+    first = pod["containers"][0]
+    if not isinstance(first, dict) or not known(first.get("resources")):
         return UNKNOWN
-    if not containers:
-        raise PodSpecError(f"{where}.containers must list at least one container")
-    declared: list[Any] = []
-    for index, container in enumerate(containers):
-        if not isinstance(container, dict):
-            declared.append(UNKNOWN)
-            continue
-        count = _container_gpus(container, f"{where}.containers[{index}]")
-        if count is not None:
-            declared.append(count)
-    if not declared:
-        first = containers[0]
-        if not isinstance(first, dict) or not known(first.get("resources")):
+    wanted = gpus if gpus is not None else 1
+    resources = dict(first.get("resources") or {})
+    for kind in ("limits", "requests"):
+        if not known(resources.get(kind)):
             return UNKNOWN
-        wanted = gpus if gpus is not None else 1
-        resources = dict(first.get("resources") or {})
-        for kind in ("limits", "requests"):
-            if not known(resources.get(kind)):
-                return UNKNOWN
-            resources[kind] = {**(resources.get(kind) or {}), GPU_RESOURCE: wanted}
-        first["resources"] = resources
-        declared = [wanted]
-    if not all(known(n) for n in declared):
-        return UNKNOWN
-    total = sum(declared)
+        resources[kind] = {**(resources.get(kind) or {}), GPU_RESOURCE: wanted}
+    first["resources"] = resources
+    return [(f"{where}.containers[0]", wanted, None)]
+
+
+def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> GpuDemand:
+    """Set the containers' GPUs; return what the pod asks of one node."""
+    init = _counts(pod, "initContainers", where)
+    main = _counts(pod, "containers", where)
+    if not known(main):
+        return _demand(init, UNKNOWN)
+    if not main:
+        raise PodSpecError(f"{where}.containers must list at least one container")
+    if all(count is None for _, count, _ in main):
+        main = _give_first(pod, gpus, where)
+        if not known(main):
+            return _demand(init, UNKNOWN)
+    counts = [count for _, count, _ in main if count is not None]
+    if all(known(n) for n in counts):
+        _check_total(sum(counts), gpus, where)
+    return _demand(init, main)
+
+
+def _check_total(total: int, gpus: int | None, where: str) -> None:
     if total < 1:
         raise PodSpecError(
             f"{where}: the containers declare {GPU_RESOURCE} 0 in total; a GPU workload needs at least 1"
@@ -251,9 +280,6 @@ def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> Any:
             f"gpus={gpus} but the containers already declare {GPU_RESOURCE} {total} in total: "
             "drop the gpus argument or make the two agree"
         )
-    if not known(sidecars) or not known(init_peak):
-        return UNKNOWN
-    return max(total + sidecars, init_peak)
 
 
 def _place(
@@ -273,8 +299,8 @@ def _place(
     _check_names(pod, where)
     _merge_node_selector(pod, placement)
     _merge_tolerations(pod, placement)
-    total = _apply_gpus(pod, gpus, where)
-    label_sets = apply_pool(pod, placement, pool, total, placement_known)
+    demand = _apply_gpus(pod, gpus, where)
+    label_sets = apply_pool(pod, placement, pool, demand, placement_known)
     if label_sets is not None:
         check_affinity(pod, label_sets)
     security.apply_profile(pod, profile, where)

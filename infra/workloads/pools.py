@@ -8,9 +8,10 @@ once the pod's GPU total is known.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement, PlacementError
+from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, GpuPool, Placement, PlacementError
 from infra.workloads.scheduling import match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
 
@@ -85,23 +86,77 @@ def _require_pools(pod: dict[str, Any], names: list[str]) -> None:
     pod["affinity"] = affinity
 
 
-def apply_pool(
-    pod: dict[str, Any], placement: Placement, pool: str | None, total: Any, placement_known: bool
-) -> list[Mapping[str, str]] | None:
-    """Pin or narrow the pod to pools that can give it ``total`` GPUs; return the possible node labels."""
+@dataclass(frozen=True)
+class GpuDemand:
+    """What a pod asks of one node, as far as it is known now."""
+
+    total: Any = UNKNOWN
+    """The pod's ``nvidia.com/gpu`` as the scheduler counts it, or UNKNOWN."""
+    floor: int = 0
+    """A known lower bound of ``total``: what the containers known so far ask for."""
+    largest: int = 0
+    """The largest known request of a single container (init containers included)."""
+    largest_where: str = ""
+    """That container's field, for errors (``spec.containers[1]``)."""
+
+    @property
+    def least(self) -> int:
+        """The pod's total if known, else its known lower bound."""
+        return self.total if known(self.total) else self.floor
+
+
+def _check_pool(pool: GpuPool, demand: GpuDemand) -> None:
+    """Refuse a pod that no node of ``pool`` could run: too many GPUs per container or per pod."""
+    if pool.shared and demand.largest > pool.max_gpus_per_container:
+        raise PodSpecError(
+            f"{demand.largest_where} asks for {demand.largest} {GPU_RESOURCE}, but pool {pool.name!r} "
+            f"shares each GPU {pool.time_slicing_replicas} ways and its device plugin refuses a container's "
+            "request above 1 (failRequestsGreaterThanOne, checked per container): give each container at "
+            "most 1 (several containers may ask for 1 each) or choose another pool"
+        )
+    if demand.least > pool.max_gpus_per_pod:
+        raise PodSpecError(
+            f"the pod asks for {demand.least} {GPU_RESOURCE} but no node of pool {pool.name!r} can give "
+            f"more than {pool.max_gpus_per_pod} ({_capacity(pool)}); ask for at most "
+            f"{pool.max_gpus_per_pod} or choose another pool"
+        )
+
+
+def _capacity(pool: GpuPool) -> str:
+    if pool.shared:
+        return (
+            f"{pool.gpus_per_node} GPU(s) per node shared {pool.time_slicing_replicas} ways, "
+            "at most 1 per container"
+        )
+    return f"it has {pool.gpus_per_node} GPUs per node"
+
+
+def _fits(pool: GpuPool, demand: GpuDemand) -> bool:
+    return demand.largest <= pool.max_gpus_per_container and demand.least <= pool.max_gpus_per_pod
+
+
+def _chosen_pool(pod: dict[str, Any], pool: str | None) -> str | None:
+    """The pool the user chose, by argument or by nodeSelector; a contradiction refused."""
     selector = pod.get("nodeSelector")
     named = selector.get(POOL_LABEL) if known(selector) and isinstance(selector, Mapping) else None
-    if pool is not None:
-        if not isinstance(pool, str):
-            raise PodSpecError(f"pool must be a pool name (a string), got {pool!r}")
-        if known(named) and named is not None and named != pool:
-            raise PodSpecError(
-                f"nodeSelector {POOL_LABEL}={named!r} contradicts pool={pool!r}: remove that entry or the pool argument"
-            )
-        if known(selector) and isinstance(selector, Mapping):
-            pod["nodeSelector"] = {**selector, POOL_LABEL: pool}
-    elif known(named) and named is not None:
-        pool = named  # the user chose a pool by hand: checked like the argument
+    if pool is None:
+        return named if known(named) else None  # a pool chosen by hand is checked like the argument
+    if not isinstance(pool, str):
+        raise PodSpecError(f"pool must be a pool name (a string), got {pool!r}")
+    if known(named) and named is not None and named != pool:
+        raise PodSpecError(
+            f"nodeSelector {POOL_LABEL}={named!r} contradicts pool={pool!r}: remove that entry or the pool argument"
+        )
+    if known(selector) and isinstance(selector, Mapping):
+        pod["nodeSelector"] = {**selector, POOL_LABEL: pool}
+    return pool
+
+
+def apply_pool(
+    pod: dict[str, Any], placement: Placement, pool: str | None, demand: GpuDemand, placement_known: bool
+) -> list[Mapping[str, str]] | None:
+    """Pin or narrow the pod to pools that can give it its GPUs; return the possible node labels."""
+    pool = _chosen_pool(pod, pool)
     if not placement_known:
         return None
     if pool is not None:
@@ -109,33 +164,22 @@ def apply_pool(
             chosen = placement.pool(pool)
         except PlacementError as error:
             raise PodSpecError(f"pool: {error}") from None
-        if known(total) and total > chosen.max_gpus_per_pod:
-            raise PodSpecError(
-                f"the pod asks for {total} {GPU_RESOURCE} but no node of pool {pool!r} can give more than "
-                f"{chosen.max_gpus_per_pod}"
-                + (
-                    f": the pool shares each GPU {chosen.time_slicing_replicas} ways and the device plugin "
-                    "refuses requests above 1 (failRequestsGreaterThanOne)"
-                    if chosen.shared
-                    else f" (it has {chosen.gpus_per_node} GPUs per node)"
-                )
-                + "; ask for fewer GPUs or choose another pool"
-            )
+        _check_pool(chosen, demand)
         return [placement.pool_labels(pool)]
     if not placement.pools:
         return [placement.node_labels()]
-    if not known(total):
-        return None
-    fitting = [p for p in placement.pools if total <= p.max_gpus_per_pod]
+    fitting = [p for p in placement.pools if _fits(p, demand)]
     if not fitting:
         limits = ", ".join(
-            f"{p.name}: at most {p.max_gpus_per_pod}" + (" (shared GPUs)" if p.shared else "")
+            f"{p.name}: at most {p.max_gpus_per_pod} per pod" + (", 1 per container" if p.shared else "")
             for p in placement.pools
         )
         raise PodSpecError(
-            f"the pod asks for {total} {GPU_RESOURCE} but no GPU pool can give that many to one pod "
-            f"({limits}); ask for fewer GPUs"
+            f"the pod asks for {demand.least} {GPU_RESOURCE} (at most {demand.largest} in one container, "
+            f"{demand.largest_where}) but no GPU pool can give that ({limits}); ask for fewer GPUs"
         )
+    if not known(demand.total):
+        return None
     if len(fitting) < len(placement.pools):
         _require_pools(pod, [p.name for p in fitting])
     return [placement.pool_labels(p.name) for p in fitting]

@@ -233,9 +233,9 @@ def test_a_pool_the_platform_does_not_export_is_refused_naming_the_pools(provide
         build(provider, typescript_inputs(placement=DEV_PLACEMENT, pool="batch"))
 
 
-def test_more_gpus_than_a_shared_pool_gives_one_pod_are_refused(provider: ComponentProvider) -> None:
-    # inference is time-sliced: a pod gets at most one (slice of a) GPU there.
-    with pytest.raises(Exception, match=r"asks for 2 nvidia\.com/gpu but no node of pool 'inference'"):
+def test_more_than_one_gpu_in_a_container_on_a_shared_pool_is_refused(provider: ComponentProvider) -> None:
+    # inference is time-sliced: its device plugin refuses a container's request above 1.
+    with pytest.raises(Exception, match=r"containers\[0\] asks for 2 nvidia\.com/gpu, but pool 'inference'"):
         build(provider, typescript_inputs(placement=DEV_PLACEMENT, pool="inference", gpus=2.0))
 
 

@@ -187,8 +187,10 @@ def test_the_platforms_placement_arrives_as_an_output_and_a_pool_pins_the_job(
     assert placeable_on(pod, nodes) == ["training"]
 
 
-def test_two_gpus_on_the_shared_inference_pool_are_refused(provider: ComponentProvider) -> None:
-    with pytest.raises(Exception, match=r"asks for 2 nvidia\.com/gpu but no node of pool 'inference'"):
+def test_two_gpus_in_one_container_on_the_shared_inference_pool_are_refused(
+    provider: ComponentProvider,
+) -> None:
+    with pytest.raises(Exception, match=r"containers\[0\] asks for 2 nvidia\.com/gpu, but pool 'inference'"):
         build(provider, typescript_inputs(placement=DEV_PLACEMENT, pool="inference"))
 
 

@@ -98,10 +98,13 @@ TRAINING = GpuPool("training", gpus_per_node=4)
 SHARED = GpuPool("shared", gpus_per_node=1, time_slicing_replicas=4, capacity_type="SPOT")
 
 
-def test_a_pool_counts_its_slots_and_the_most_one_pod_can_get() -> None:
-    assert (TRAINING.slots_per_node, TRAINING.max_gpus_per_pod, TRAINING.shared) == (4, 4, False)
-    # time-slicing: four pods share one GPU, and the device plugin refuses any request above 1
-    assert (SHARED.slots_per_node, SHARED.max_gpus_per_pod, SHARED.shared) == (4, 1, True)
+def test_a_pool_counts_its_slots_and_the_most_one_pod_and_one_container_can_get() -> None:
+    assert (TRAINING.slots_per_node, TRAINING.max_gpus_per_pod, TRAINING.max_gpus_per_container) == (4, 4, 4)
+    assert not TRAINING.shared
+    # time-slicing: the device plugin refuses a container's request above 1 (per container,
+    # internal/rm/rm.go); the scheduler counts the pod's total against the node's 4 slots
+    assert (SHARED.slots_per_node, SHARED.max_gpus_per_pod, SHARED.max_gpus_per_container) == (4, 4, 1)
+    assert SHARED.shared
 
 
 def test_every_pool_node_carries_the_contract_label_and_its_pool_label() -> None:

@@ -90,8 +90,9 @@ def test_the_pool_requirement_is_anded_into_every_user_term_keeping_them() -> No
         (
             {"pool": "shared", "gpus": 2},
             POD,
-            r"asks for 2 nvidia.com/gpu but no node of pool 'shared' can give more than 1: the pool shares "
-            r"each GPU 4 ways and the device plugin refuses requests above 1 \(failRequestsGreaterThanOne\)",
+            r"spec.containers\[0\] asks for 2 nvidia.com/gpu, but pool 'shared' shares each GPU 4 ways and its "
+            r"device plugin refuses a container's request above 1 \(failRequestsGreaterThanOne, checked per "
+            r"container\)",
         ),
         (
             {"pool": "training", "gpus": 8},
@@ -101,8 +102,9 @@ def test_the_pool_requirement_is_anded_into_every_user_term_keeping_them() -> No
         (
             {"gpus": 8},
             POD,
-            r"asks for 8 nvidia.com/gpu but no GPU pool can give that many to one pod \(inference: at most 1, "
-            r"training: at most 4, shared: at most 1 \(shared GPUs\)\)",
+            r"asks for 8 nvidia.com/gpu \(at most 8 in one container, spec.containers\[0\]\) but no GPU pool "
+            r"can give that \(inference: at most 1 per pod, training: at most 4 per pod, shared: at most 4 per "
+            r"pod, 1 per container\)",
         ),
         (
             {"pool": "training"},
@@ -112,7 +114,7 @@ def test_the_pool_requirement_is_anded_into_every_user_term_keeping_them() -> No
         (
             {"gpus": 2},
             {**POD, "nodeSelector": {POOL_LABEL: "shared"}},
-            "no node of pool 'shared' can give more than 1",
+            r"spec.containers\[0\] asks for 2 nvidia.com/gpu, but pool 'shared'",
         ),
         (
             {"gpus": 2},
@@ -133,6 +135,49 @@ def test_the_pool_requirement_is_anded_into_every_user_term_keeping_them() -> No
 def test_a_pod_no_node_of_its_pools_could_run_is_refused(kwargs: dict, pod: dict, message: str) -> None:
     with pytest.raises(PodSpecError, match=message):
         place_pod_spec(pod, POOLS, **kwargs)
+
+
+def _one_gpu(name: str) -> dict:
+    return {"name": name, "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+
+
+def test_a_pod_of_two_one_gpu_containers_runs_on_a_time_sliced_pool() -> None:
+    # failRequestsGreaterThanOne is checked per container request (device plugin internal/rm/rm.go);
+    # the scheduler counts the pod's 2 against the node's 4 slots
+    pod = place_pod_spec({"containers": [_one_gpu("a"), _one_gpu("b")]}, POOLS, pool="shared")
+    assert pod["nodeSelector"] == {"GPU": "true", POOL_LABEL: "shared"}
+    assert placeable_on(pod, NODES) == ["shared"]
+
+
+def test_without_a_pool_two_one_gpu_containers_may_go_to_the_shared_pool_too() -> None:
+    pod = place_pod_spec({"containers": [_one_gpu("a"), _one_gpu("b")]}, POOLS)
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"] == [{"matchExpressions": [_pool_term("training", "shared")]}]
+    assert placeable_on(pod, NODES) == ["training", "shared"]
+
+
+@pytest.mark.parametrize(
+    ("pod", "message"),
+    [
+        (
+            {
+                "containers": [_one_gpu("a")],
+                "initContainers": [{**_one_gpu("w"), "resources": {"limits": {"nvidia.com/gpu": 2}}}],
+            },
+            r"spec.initContainers\[0\] asks for 2 nvidia.com/gpu, but pool 'shared' shares each GPU 4 ways",
+        ),
+        (
+            {"containers": [_one_gpu(str(n)) for n in range(5)]},
+            r"the pod asks for 5 nvidia.com/gpu but no node of pool 'shared' can give more than 4 \(1 GPU\(s\) "
+            r"per node shared 4 ways, at most 1 per container\)",
+        ),
+    ],
+)
+def test_a_shared_pool_refuses_a_container_above_one_and_a_pod_above_its_slots(
+    pod: dict, message: str
+) -> None:
+    with pytest.raises(PodSpecError, match=message):
+        place_pod_spec(pod, POOLS, pool="shared")
 
 
 def test_a_pool_is_refused_when_the_platform_exports_none() -> None:
