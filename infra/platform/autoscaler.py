@@ -18,17 +18,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from infra.platform.config import AutoscalerConfig
+from infra.platform.config import AutoscalerConfig, GpuPoolConfig
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.node_pools import AUTOSCALED_TAG, AUTOSCALED_VALUE, TEMPLATE, asg_tags, discovery_tags
-from infra.workloads.placement import GPU_RESOURCE, GpuPool, Placement
+from infra.workloads.placement import GPU_RESOURCE, Placement
 from infra.workloads.scheduling import Node
 
 CHART = "cluster-autoscaler"
@@ -38,9 +39,11 @@ SERVICE_ACCOUNT = "cluster-autoscaler"
 # The autoscaler's image must match the cluster's minor version: the newest patch of
 # each (tags cluster-autoscaler-1.35.2 and -1.36.1 in kubernetes/autoscaler).
 IMAGE_TAGS = {"1.35": "v1.35.2", "1.36": "v1.36.1"}
-# Priority expander (expander/priority): higher wins; regexes match the ASG name,
-# which for managed groups is eks-<nodegroup name>-<uuid>.
-SPOT_PRIORITY, ON_DEMAND_PRIORITY = 50, 10
+# Priority expander (expander/priority/priority.go): among the pools a pending pod fits, only
+# those of the highest priority stay; the next expander in the list only breaks ties between
+# them (expander/factory/chain.go). So the priorities rank by what a node costs, and spot comes
+# first only inside a rank: per rank TIER_STEP, plus SPOT_BONUS for a spot pool.
+TIER_STEP, SPOT_BONUS = 10, 5
 
 
 def iam_policy(cluster_name: str, region: str, account_id: str) -> dict[str, Any]:
@@ -111,32 +114,67 @@ def node_template(name: str, tags: Mapping[str, str], instance_type: str) -> Nod
     return Node(name=node.name, labels=node.labels, taints=tuple(taints), allocatable=node.allocatable)
 
 
-def expander_priorities(pools: Sequence[GpuPool]) -> dict[str, list[str]]:
-    """Spot pools first; on-demand pools are the fallback when spot is backed off or at max.
+@dataclass(frozen=True)
+class PoolCost:
+    """What ranks a pool for a pod that names none: its node's price and how many such pods a node takes."""
+
+    name: str
+    usd_per_hour: float
+    """The dearest listed type's on-demand rate: the most one node of the pool costs."""
+    slots_per_node: int
+    spot: bool
+
+    @property
+    def rank_key(self) -> tuple[float, int]:
+        """Cheaper nodes first; at one price, more pods per node first. Equal keys are interchangeable."""
+        return (self.usd_per_hour, -self.slots_per_node)
+
+
+def pool_costs(pools: Mapping[str, GpuPoolConfig]) -> list[PoolCost]:
+    return [
+        PoolCost(
+            name=name,
+            usd_per_hour=max(ARM_NVIDIA[t].usd_per_hour or 0.0 for t in pool.instance_types),
+            slots_per_node=pool.gpus_per_node * pool.time_slicing_replicas,
+            spot=pool.capacity_type == "SPOT",
+        )
+        for name, pool in pools.items()
+    ]
+
+
+def asg_name_pattern(pool: str) -> str:
+    """The ASG of a pool's node group: eks-<node group>-<uuid>, the node group gpu-<pool>- plus
+    terraform-plugin-sdk's PrefixedUniqueId suffix (18 timestamp digits and an 8-hex-digit counter,
+    helper/id/id.go)."""
+    return f"^eks-gpu-{re.escape(pool)}-[0-9]{{18}}[0-9a-f]{{8}}-"
+
+
+def expander_priorities(costs: Sequence[PoolCost]) -> dict[str, list[str]]:
+    """The cheapest node that fits a pod first; spot before on-demand only among interchangeable pools.
 
     Keys are text: Pulumi's wire format has string map keys only; the chart renders
     each as ``{{ $k | int }}:`` (templates/priority-expander-configmap.yaml).
     """
+    ranks = sorted({c.rank_key for c in costs}, reverse=True)  # dearest first: lowest priority
     priorities: dict[str, list[str]] = {}
-    for pool in pools:
-        priority = str(SPOT_PRIORITY if pool.capacity_type == "SPOT" else ON_DEMAND_PRIORITY)
-        # The node group is named gpu-<pool>- plus terraform-plugin-sdk's PrefixedUniqueId suffix
-        # (18 timestamp digits and an 8-hex-digit counter, helper/id/id.go); its ASG is
-        # eks-<node group>-<uuid>. An unmatched group is dropped by the expander when another matches.
-        priorities.setdefault(priority, []).append(
-            f"^eks-gpu-{re.escape(pool.name)}-[0-9]{{18}}[0-9a-f]{{8}}-"
-        )
-    return priorities
+    for cost in sorted(costs, key=lambda c: c.name):
+        priority = (ranks.index(cost.rank_key) + 1) * TIER_STEP + (SPOT_BONUS if cost.spot else 0)
+        priorities.setdefault(str(priority), []).append(asg_name_pattern(cost.name))
+    return dict(sorted(priorities.items(), key=lambda item: -int(item[0])))
 
 
 def helm_values(
-    config: AutoscalerConfig, cluster_name: str, region: str, kubernetes_version: str, placement: Placement
+    config: AutoscalerConfig,
+    cluster_name: str,
+    region: str,
+    kubernetes_version: str,
+    pools: Mapping[str, GpuPoolConfig],
 ) -> dict[str, Any]:
     expander = config.expander
-    priorities = expander_priorities(placement.pools)
-    spot_and_on_demand = len(priorities) > 1
-    if spot_and_on_demand:
-        # Spot first, on-demand as fallback; ties broken by the configured expander.
+    priorities = expander_priorities(pool_costs(pools))
+    ranked = len(priorities) > 1
+    if ranked:
+        # Cheapest fitting node first, spot first among equals; remaining ties go to the configured expander.
         expander = "priority" if config.expander == "priority" else f"priority,{config.expander}"
     values: dict[str, Any] = {
         "cloudProvider": "aws",
@@ -153,7 +191,7 @@ def helm_values(
             "balance-similar-node-groups": str(config.balance_similar_node_groups).lower(),
         },
     }
-    if spot_and_on_demand:
+    if ranked:
         values["expanderPriorities"] = priorities
     return values
 
@@ -166,6 +204,7 @@ def autoscaler(
     region: str,
     kubernetes_version: str,
     placement: Placement,
+    pools: Mapping[str, GpuPoolConfig],
     pool_asg_names: Mapping[str, pulumi.Output[str]],
     pod_identity_agent: pulumi.Resource,
     opts: pulumi.ResourceOptions,
@@ -203,7 +242,7 @@ def autoscaler(
         version=config.chart_version,
         repository_opts={"repo": REPOSITORY},
         namespace=NAMESPACE,
-        values=helm_values(config, cluster_name, region, kubernetes_version, placement),
+        values=helm_values(config, cluster_name, region, kubernetes_version, pools),
         atomic=True,
         cleanup_on_fail=True,
         timeout=600,

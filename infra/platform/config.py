@@ -368,7 +368,7 @@ class AutoscalerConfig(Section):
     ] = "9.59.0"
     """cluster-autoscaler chart, pinned; the image follows kubernetesVersion."""
     expander: Annotated[str, BeforeValidator(t.one_of(EXPANDERS))] = "least-waste"
-    """How it picks a pool; with SPOT and ON_DEMAND pools, priority (spot first) goes in front."""
+    """How it picks among equally ranked pools; when pools differ in node price, pods per node or capacity type, priority (cheapest node first, spot first among equals) goes in front."""
     scale_down_unneeded_time: Annotated[str, BeforeValidator(t.duration())] = "10m"
     """How long a GPU node sits idle before it is removed."""
     balance_similar_node_groups: t.Flag = True

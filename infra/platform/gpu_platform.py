@@ -107,6 +107,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 region=config.region,
                 kubernetes_version=config.kubernetes_version,
                 placement=contract,
+                pools=config.gpu_pools,
                 pool_asg_names={
                     pool: group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
                     for pool, group in self.gpu_pools.items()

@@ -9,7 +9,7 @@ import pytest
 
 from infra.platform.autoscaler import (
     IMAGE_TAGS,
-    expander_priorities,
+    asg_name_pattern,
     iam_policy,
     node_template,
 )
@@ -130,7 +130,7 @@ def test_iam_policy_scales_only_this_clusters_gpu_pools(dev: Run) -> None:
     )
 
 
-def test_release_discovers_gpu_pools_only_and_prefers_spot(dev: Run) -> None:
+def test_release_discovers_gpu_pools_only_and_ranks_them_by_node_price(dev: Run) -> None:
     values = dev.one("kubernetes:helm.sh/v3:Release", "cluster-autoscaler").inputs["values"]
     assert values["image"] == {"tag": "v1.35.2"}
     assert values["nodeSelector"] == {"node-role": "system"}
@@ -147,10 +147,11 @@ def test_release_discovers_gpu_pools_only_and_prefers_spot(dev: Run) -> None:
         "scale-down-unneeded-time": "10m",
         "balance-similar-node-groups": "true",
     }
-    # Spot training first; the on-demand pool is the fallback when spot is backed off.
+    # The g5g.xlarge/2xlarge inference pool costs less a node than the g5g.16xlarge spot training pool:
+    # it ranks first for a pod both fit (tests/platform/test_expander.py runs the expander chain).
     assert values["expanderPriorities"] == {
-        "50": ["^eks-gpu-training-[0-9]{18}[0-9a-f]{8}-"],
-        "10": ["^eks-gpu-inference-[0-9]{18}[0-9a-f]{8}-"],
+        "20": ["^eks-gpu-inference-[0-9]{18}[0-9a-f]{8}-"],
+        "15": ["^eks-gpu-training-[0-9]{18}[0-9a-f]{8}-"],
     }
 
 
@@ -158,12 +159,15 @@ def test_the_priorities_match_the_asg_names_eks_gives_the_pools() -> None:
     """ASG eks-<node group>-<uuid>; node group gpu-<pool>- + PrefixedUniqueId (counter in hex)."""
     import re
 
-    priorities = expander_priorities(CONTRACT.pools)
     uuid = "a2c8f1e4-58b1-1d2e-7f3a-0c9d8e7f6a5b"
     training = f"eks-gpu-training-2026120210153012340000000a-{uuid}"
     inference = f"eks-gpu-inference-2026120210153012340000001f-{uuid}"
-    assert re.match(priorities["50"][0], training) and not re.match(priorities["50"][0], inference)
-    assert re.match(priorities["10"][0], inference) and not re.match(priorities["10"][0], training)
+    assert re.match(asg_name_pattern("training"), training)
+    assert not re.match(asg_name_pattern("training"), inference)
+    assert re.match(asg_name_pattern("inference"), inference)
+    assert not re.match(asg_name_pattern("inference"), training)
+    # A pool whose name extends another's is never matched by the shorter one's pattern.
+    assert not re.match(asg_name_pattern("a"), f"eks-gpu-a-b-2026120210153012340000000a-{uuid}")
 
 
 def test_every_supported_kubernetes_version_has_a_matching_image() -> None:
