@@ -122,9 +122,25 @@ def _merge(defaults: Mapping[str, Any], user: Any) -> Any:
     return merged
 
 
-def _container_defaults(profile: str, sc: Any, pod_sc: Mapping[str, Any]) -> dict[str, Any]:
+def in_user_namespace(pod: Mapping[str, Any]) -> bool:
+    """True if the pod runs in a user namespace (``hostUsers: false``), or may (not known yet).
+
+    Pod Security's restricted level allows root there from policy version 1.35
+    (pod-security-admission ``policy/check_runAsNonRoot.go`` and ``check_runAsUser.go``,
+    ``relaxPolicyForUserNamespacePod``): root in the pod is not root on the node. An
+    unknown value counts as one, so nothing is refused or added for it before it is known.
+    """
+    host_users = pod.get("hostUsers")
+    return host_users is False or not known(host_users)
+
+
+def _container_defaults(
+    profile: str, sc: Any, pod_sc: Mapping[str, Any], user_namespace: bool = False
+) -> dict[str, Any]:
     """The defaults a container may take without becoming one the API or the kubelet refuses."""
     defaults = dict(RESTRICTED_CONTAINER_SECURITY if profile == "restricted" else BASELINE_CONTAINER_SECURITY)
+    if user_namespace:
+        defaults.pop("runAsNonRoot", None)  # root is allowed there and most ML images need it
     sc = sc if isinstance(sc, Mapping) else {}
     privileged = sc.get("privileged")
     caps = sc.get("capabilities") or {}
@@ -158,8 +174,9 @@ def _refuse_root_under_restricted(pod: Mapping[str, Any], where: str) -> None:
     """``restricted`` chosen explicitly beside an explicit root user: refused, not weakened.
 
     The Pod Security Standards' restricted level forbids ``runAsUser: 0`` and
-    ``runAsNonRoot: false``; a namespace enforcing it would refuse the pod, and
-    quietly applying baseline instead would make ``restricted`` mean nothing.
+    ``runAsNonRoot: false`` outside a user namespace; a namespace enforcing it would
+    refuse the pod, and quietly applying baseline instead would make ``restricted``
+    mean nothing. Not called for pods with ``hostUsers: false`` (:func:`in_user_namespace`).
     """
     pod_sc = pod.get("securityContext")
     places: list[tuple[str, Any]] = [(f"{where}.securityContext", pod_sc)]
@@ -186,9 +203,11 @@ def apply_profile(pod: dict[str, Any], profile: str | None, where: str = "spec")
     """Fill ``pod`` (Kubernetes form, a copy the caller owns) with the profile's defaults.
 
     Returns the profile applied (``None`` resolves to baseline or restricted). An
-    explicit ``restricted`` beside a root user is refused.
+    explicit ``restricted`` beside a root user is refused, except in a user namespace
+    (``hostUsers: false``), where restricted allows root and ``runAsNonRoot`` is not added.
     """
-    if profile == "restricted":
+    user_namespace = in_user_namespace(pod)
+    if profile == "restricted" and not user_namespace:
         _refuse_root_under_restricted(pod, where)
     if profile is None:
         profile = "restricted" if runs_as_non_root(pod) else "baseline"
@@ -198,8 +217,8 @@ def apply_profile(pod: dict[str, Any], profile: str | None, where: str = "spec")
         pod.setdefault(key, value)
     pod_defaults = dict(RESTRICTED_POD_SECURITY if profile == "restricted" else BASELINE_POD_SECURITY)
     pod_sc = pod.get("securityContext")
-    if _some_user_is_root(pod):
-        pod_defaults.pop("runAsNonRoot", None)  # every container inherits it; one runs as root
+    if user_namespace or _some_user_is_root(pod):
+        pod_defaults.pop("runAsNonRoot", None)  # every container inherits it; one may run as root
     pod["securityContext"] = _merge(pod_defaults, pod_sc)
     pod_sc = pod["securityContext"] if known(pod["securityContext"]) else {}
     for field in ("initContainers", "containers"):
@@ -209,7 +228,8 @@ def apply_profile(pod: dict[str, Any], profile: str | None, where: str = "spec")
         for container in items:
             if isinstance(container, dict) and known(container.get("securityContext")):
                 sc = container.get("securityContext")
-                container["securityContext"] = _merge(_container_defaults(profile, sc, pod_sc), sc)
+                defaults = _container_defaults(profile, sc, pod_sc, user_namespace)
+                container["securityContext"] = _merge(defaults, sc)
     return profile
 
 

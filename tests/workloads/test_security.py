@@ -110,6 +110,26 @@ def test_restricted_with_a_root_user_is_refused_before_anything_is_declared(run)
     assert caught[0].startswith("GpuDeployment('x'): spec.template.spec.securityContext.runAsUser: 0")
 
 
+@pytest.mark.parametrize("user", [{"runAsUser": 0}, {"runAsNonRoot": False}, {}])
+def test_restricted_in_a_user_namespace_allows_root_and_adds_no_run_as_non_root(user: dict) -> None:
+    # Pod Security 1.35 relaxes runAsNonRoot/runAsUser for hostUsers: false
+    # (pod-security-admission policy/check_runAsNonRoot.go, check_runAsUser.go)
+    pod = {"hostUsers": False, "securityContext": user, "containers": [{"name": "m", "image": "i"}]}
+    placed = place_pod_spec(pod, security_profile="restricted")
+    assert placed["securityContext"] == {**user, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert placed["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def test_restricted_with_host_users_true_still_refuses_root() -> None:
+    pod = {"hostUsers": True, "securityContext": {"runAsUser": 0}, "containers": [{"name": "m"}]}
+    with pytest.raises(PodSpecError, match=r"spec.securityContext.runAsUser: 0 runs as root"):
+        place_pod_spec(pod, security_profile="restricted")
+
+
 def test_restricted_adds_all_to_the_capabilities_the_user_drops() -> None:
     pod = {"containers": [{"name": "m", "securityContext": {"capabilities": {"drop": ["NET_RAW"]}}}]}
     placed = place_pod_spec(pod, security_profile="restricted")
