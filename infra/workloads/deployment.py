@@ -20,7 +20,7 @@ from infra.workloads.podspec import (
     place_template,
     to_kubernetes_form,
 )
-from infra.workloads.values import PodSpecError, check_spec_fields, known
+from infra.workloads.values import PodSpecError, check_counts, check_spec_fields, known
 
 DEPLOYMENT_SPEC_FIELDS = frozenset(
     {
@@ -35,6 +35,9 @@ DEPLOYMENT_SPEC_FIELDS = frozenset(
     }
 )
 
+DEPLOYMENT_COUNTS = ("minReadySeconds", "progressDeadlineSeconds", "replicas", "revisionHistoryLimit")
+"""Whole numbers >= 0 (``ValidateDeploymentSpec``: ``ValidateNonnegativeField`` for each)."""
+
 # A rolling update that never needs a spare GPU node: take one pod down, then start one.
 ROLLING_UPDATE_DEFAULTS: Mapping[str, Any] = {"maxSurge": 0, "maxUnavailable": 1}
 # When the user forbids unavailability (maxUnavailable 0), the only way forward is one extra pod.
@@ -42,13 +45,22 @@ ZERO_UNAVAILABLE_SURGE = 1
 PROGRESS_DEADLINE_SECONDS = 1800
 """The Deployment's ``progressDeadlineSeconds`` unless you set one: the same 30 minutes Pulumi waits.
 
-Kubernetes' default is 600 s; a rollout that has to scale the GPU group up from zero
-and pull a 10 GB image routinely needs longer, and the controller then marks it
-``Progressing=False, ProgressDeadlineExceeded`` (pulumi-kubernetes reports the
-rollout as failed) although it would finish within the budget Pulumi waits for
-(``infra.workloads.component.DEPLOYMENT_TIMEOUT``). ``GpuDeployment`` uses the longer
-of its create and update timeouts when you set them.
+The deadline does not decide ``pulumi up``: pulumi-kubernetes' Deployment await
+(``provider/pkg/await/deployment.go``, ``processDeploymentEvent``) logs a
+``Progressing=False`` condition such as ``ProgressDeadlineExceeded`` as a warning and
+keeps waiting until its own timeout, and the controller flips the condition back to
+``NewReplicaSetAvailable`` once the pods are available
+(``pkg/controller/deployment/progress.go``). It decides what everyone else says:
+``kubectl rollout status`` fails with "exceeded its progress deadline", GitOps health
+checks and alerts on the condition report a failed rollout. Kubernetes' default of
+600 s would have them (and a warning in ``pulumi up``) call a routine scale-up of the
+GPU group from zero plus a 10 GB image pull failed while it is on schedule; as long
+as Pulumi waits, they agree with Pulumi (``infra.workloads.component.DEPLOYMENT_TIMEOUT``).
+``GpuDeployment`` uses the longer of its create and update timeouts when you set them.
 """
+MIN_READY_MARGIN_SECONDS = 60
+"""Beyond ``minReadySeconds``: a ready pod makes no recorded progress until it is available,
+and the API requires ``progressDeadlineSeconds > minReadySeconds``."""
 
 
 def _is_zero(value: Any) -> bool:
@@ -118,6 +130,7 @@ def place_deployment_checked(
 ) -> dict[str, Any]:
     """The merge on Kubernetes' form with UNKNOWN allowed (what ``GpuDeployment`` calls)."""
     check_spec_fields(spec, "Deployment", DEPLOYMENT_SPEC_FIELDS)
+    check_counts(spec, DEPLOYMENT_COUNTS)
     if "selector" not in spec:
         raise PodSpecError("spec.selector is required: a Deployment selects its pods by label")
     result = copy.deepcopy(dict(spec))
@@ -140,25 +153,20 @@ def place_deployment_checked(
 def _progress_deadline(spec: dict[str, Any], default: int) -> None:
     """Default ``progressDeadlineSeconds`` to the rollout budget; refuse one the API refuses.
 
-    The API requires it to be greater than ``minReadySeconds``; with a
-    ``minReadySeconds`` at or above the default, nothing is added.
+    The API requires it to be greater than ``minReadySeconds`` (``ValidateDeploymentSpec``)
+    and defaults it to 600 when absent, so with a long ``minReadySeconds`` the default
+    here grows beyond it rather than leaving the API's 600 to be refused.
     """
     deadline, min_ready = spec.get("progressDeadlineSeconds"), spec.get("minReadySeconds")
     if not known(deadline) or not known(min_ready):
         return
-    whole = isinstance(min_ready, int) and not isinstance(min_ready, bool)
+    min_ready = min_ready or 0
     if deadline is None:
-        if not whole or min_ready < default:
-            spec["progressDeadlineSeconds"] = default
-        return
-    if (
-        isinstance(deadline, int)
-        and not isinstance(deadline, bool)
-        and deadline <= (min_ready if whole else 0)
-    ):
+        spec["progressDeadlineSeconds"] = max(default, min_ready + MIN_READY_MARGIN_SECONDS)
+    elif deadline <= min_ready:
         raise PodSpecError(
             f"spec.progressDeadlineSeconds ({deadline}) must be greater than spec.minReadySeconds "
-            f"({min_ready if whole else 0}): the API refuses it otherwise"
+            f"({min_ready}): the API refuses it otherwise"
         )
 
 

@@ -81,8 +81,10 @@ class GpuDeployment(pulumi.ComponentResource):
             timeouts_given = component.user_timeouts(args, opts)
         except PodSpecError as error:
             raise PodSpecError(f"GpuDeployment({resource_name!r}): {error}") from None
-        # The controller's progress deadline as long as Pulumi waits, so a slow scale-up is
-        # not reported as failed (ProgressDeadlineExceeded) while the wait goes on.
+        # The controller's progress deadline as long as Pulumi waits: pulumi-kubernetes does not
+        # fail on ProgressDeadlineExceeded, but kubectl rollout status and GitOps health checks do,
+        # and they should not call a slow scale-up failed while Pulumi still waits for it
+        # (infra.workloads.deployment.PROGRESS_DEADLINE_SECONDS).
         waits = component.child_timeouts(component.DEPLOYMENT_TIMEOUT, timeouts_given)
         deadline = max(
             int(component.duration_seconds(waits.create or component.DEPLOYMENT_TIMEOUT)),

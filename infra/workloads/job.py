@@ -21,7 +21,7 @@ from infra.workloads.podspec import (
     place_template,
     to_kubernetes_form,
 )
-from infra.workloads.values import PodSpecError, check_spec_fields, known
+from infra.workloads.values import PodSpecError, check_counts, check_spec_fields, known
 
 JOB_SPEC_FIELDS = frozenset(
     {
@@ -52,20 +52,6 @@ DNS_LABEL_MAX = 63
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _COUNTS = ("activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex", "completions", "maxFailedIndexes")
 _COUNTS += ("parallelism", "ttlSecondsAfterFinished")
-
-
-def _check_counts(spec: Mapping[str, Any]) -> None:
-    for field in _COUNTS:
-        value = spec.get(field)
-        if value is None or not known(value):
-            continue
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        # All of them, activeDeadlineSeconds included, are ValidateNonnegativeField in
-        # pkg/apis/batch/validation (its doc says "positive", the API accepts 0: a Job
-        # that is past its deadline at once).
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise PodSpecError(f"spec.{field} must be a whole number >= 0, got {spec[field]!r}")
 
 
 def _check_indexed(spec: Mapping[str, Any]) -> None:
@@ -195,7 +181,10 @@ def place_job_checked(
 ) -> dict[str, Any]:
     """The merge on Kubernetes' form with UNKNOWN allowed (what ``GpuJob`` calls)."""
     check_spec_fields(spec, "Job", JOB_SPEC_FIELDS)
-    _check_counts(spec)
+    # All of them, activeDeadlineSeconds included, are ValidateNonnegativeField in
+    # pkg/apis/batch/validation (its doc says "positive", the API accepts 0: a Job
+    # that is past its deadline at once).
+    check_counts(spec, _COUNTS)
     _check_indexed(spec)
     _check_replacement_policy(spec)
     result = copy.deepcopy(dict(spec))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
 
@@ -43,3 +43,19 @@ def check_spec_fields(spec: Any, kind: str, allowed: Set[str]) -> Mapping[str, A
             f"spec is not a {kind} spec: unknown field(s) {strays}; allowed: {sorted(allowed)}"
         )
     return spec
+
+
+def check_counts(spec: Mapping[str, Any], fields: Iterable[str]) -> None:
+    """Refuse a count that is not a whole number >= 0, as the API's ``ValidateNonnegativeField`` does.
+
+    Integral floats (``2.0``, as numbers arrive from other languages) are whole numbers;
+    text (``"2"``) and booleans are not: the API's schema refuses them.
+    """
+    for field in fields:
+        value = spec.get(field)
+        if value is None or not known(value):
+            continue
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise PodSpecError(f"spec.{field} must be a whole number >= 0, got {spec[field]!r}")

@@ -230,15 +230,16 @@ def test_an_awaitable_in_the_spec_is_awaited_by_the_engine_not_consumed_by_the_c
     assert _pod(run(lambda: GpuDeployment("a", spec=spec)))["containers"][0]["image"] == "repo/llm:2"
 
 
-# --- progressDeadlineSeconds: as long as Pulumi waits ---
+# --- progressDeadlineSeconds: as long as Pulumi waits, so kubectl rollout status agrees with it ---
 
 
 def test_the_progress_deadline_defaults_to_the_rollout_budget(run) -> None:
     from infra.workloads.component import DEPLOYMENT_TIMEOUT
     from infra.workloads.deployment import PROGRESS_DEADLINE_SECONDS
 
-    # Kubernetes' 600 s would mark a scale-up from zero ProgressDeadlineExceeded while
-    # Pulumi still waits; the deadline is the same 30 minutes as the timeout.
+    # pulumi-kubernetes does not fail on ProgressDeadlineExceeded (await/deployment.go logs it and
+    # waits on); kubectl rollout status and GitOps health do. Kubernetes' 600 s would have them call
+    # a scale-up from zero failed while Pulumi still waits: the deadline is the same 30 minutes.
     assert 60 * int(DEPLOYMENT_TIMEOUT.removesuffix("m")) == PROGRESS_DEADLINE_SECONDS
     spec = run(lambda: GpuDeployment("llm", spec=deployment_spec())).one(DEPLOYMENT).inputs["spec"]
     assert spec["progressDeadlineSeconds"] == 1800
@@ -249,7 +250,9 @@ def test_the_progress_deadline_defaults_to_the_rollout_budget(run) -> None:
     [
         ({"progressDeadlineSeconds": 300}, 300),  # yours wins
         ({"minReadySeconds": 60}, 1800),
-        ({"minReadySeconds": 1800}, None),  # the API wants deadline > minReady: nothing added
+        # the API wants deadline > minReady and would default it to 600: above minReadySeconds instead
+        ({"minReadySeconds": 1800}, 1860),
+        ({"minReadySeconds": 600}, 1800),
         ({"progressDeadlineSeconds": pulumi.Output.from_input(900)}, 900),
     ],
 )
@@ -286,3 +289,11 @@ def test_longer_timeouts_give_a_longer_progress_deadline(run) -> None:
     assert deadline(create_timeout="1h30m") == 5400
     opts = pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create="45m"))
     assert deadline(opts=opts) == 2700
+
+
+def test_a_min_ready_at_or_above_the_wait_gets_a_deadline_the_api_accepts(run) -> None:
+    # Without a deadline the API defaults it to 600 and refuses 600 <= minReadySeconds
+    # (pkg/apis/apps/validation ValidateDeploymentSpec); a short wait must not leave it to that.
+    spec = {**deployment_spec(), "minReadySeconds": 600}
+    result = run(lambda: GpuDeployment("llm", spec=spec, create_timeout="5m", update_timeout="5m"))
+    assert result.one(DEPLOYMENT).inputs["spec"]["progressDeadlineSeconds"] == 660

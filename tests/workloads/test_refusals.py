@@ -340,3 +340,34 @@ def test_refusals_reach_the_component_before_anything_is_declared(run) -> None:
     assert errors[0].startswith(
         "GpuDeployment('x'): spec.strategy.rollingUpdate: maxSurge and maxUnavailable"
     )
+
+
+# --- Deployment counts: whole numbers >= 0 (ValidateDeploymentSpec) ---
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("replicas", "2"),
+        ("replicas", -1),
+        ("replicas", 1.5),
+        ("minReadySeconds", -5),
+        ("revisionHistoryLimit", True),
+    ],
+)
+def test_a_deployment_count_that_is_text_or_negative_is_refused_before_anything_is_declared(
+    run, field: str, value: object
+) -> None:
+    errors: list[str] = []
+
+    def program() -> None:
+        with pytest.raises(PodSpecError) as raised:
+            GpuDeployment("x", spec={**deployment_spec(), field: value})
+        errors.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert errors == [f"GpuDeployment('x'): spec.{field} must be a whole number >= 0, got {value!r}"]
+
+
+def test_integral_float_replicas_are_whole_numbers() -> None:
+    assert place_deployment_spec({**deployment_spec(), "replicas": 2.0})["replicas"] == 2.0
