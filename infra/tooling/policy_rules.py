@@ -15,6 +15,14 @@ from infra.tooling.agents import landings
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement, PlacementError
 from infra.workloads.scheduling import gpu_limit, match_expression, tolerates
 
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+AWS_EKS_CLUSTER = "aws:eks/cluster:Cluster"
+"""pulumi-aws's plain cluster (``aws.eks.Cluster``): secrets encryption is ``encryptionConfig``."""
+PULUMI_EKS_CLUSTER = "eks:index:Cluster"
+"""pulumi-eks's component: secrets encryption is ``encryptionConfigKeyArn``."""
+CONTROL_PLANE_LOGS = ("api", "audit", "authenticator")
+
 WORKLOAD_TYPES = {
     f"kubernetes:{group}:{kind}"
     for group, kind in (
@@ -29,10 +37,36 @@ WORKLOAD_TYPES = {
 }
 GPU_INSTANCE_PREFIXES = ("g", "p")  # EC2's GPU families: g4dn, g5, g5g, g6, p4d, p5 ...
 
+GPU_AMI_WORDS = frozenset({"NVIDIA", "GPU"})
+"""Words of an EKS ``amiType`` (EKS API enum ``AMITypes``) that mean a GPU AMI: every ``*_NVIDIA``
+variant (FIPS ones too) and AL2's accelerated ``AL2_x86_64_GPU``. ``*_NEURON`` is not one: Inferentia
+and Trainium nodes offer ``aws.amazon.com/neuron``, not ``nvidia.com/gpu``. A test checks this against
+the whole enum in botocore's EKS model (the pack's environment has no botocore)."""
+
 Rule = Callable[[str, Mapping[str, Any], Placement], list[str]]
 Resources = Sequence[tuple[str, str, Mapping[str, Any]]]
 StackRule = Callable[[Resources, Placement], list[tuple[str, str]]]
 """Sees every resource of the stack at once; returns (resource, message) pairs."""
+
+
+def is_gpu_ami_type(ami_type: Any) -> bool:
+    """Is ``ami_type`` (a node group's ``amiType``) one of EKS's GPU AMIs? Enough evidence on its own."""
+    return isinstance(ami_type, str) and bool(GPU_AMI_WORDS & set(ami_type.upper().split("_")))
+
+
+def is_gpu_instance_type(instance_type: Any) -> bool:
+    return str(instance_type).split(".")[0].startswith(GPU_INSTANCE_PREFIXES)
+
+
+def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
+    """A GPU instance type or a GPU AMI type.
+
+    Instance types first: when they show a GPU, an ``amiType`` not known yet (a custom
+    AMI in the launch template leaves it to AWS) does not stop the check.
+    """
+    return any(is_gpu_instance_type(t) for t in props.get("instanceTypes") or []) or is_gpu_ami_type(
+        props.get("amiType")
+    )
 
 
 def pod_spec_of(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -100,12 +134,7 @@ def gpu_toleration_without_gpu(
 
 def gpu_node_group_contract(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
     """Mandatory: every GPU node group carries the contract's taint and label."""
-    if resource_type != "aws:eks/nodeGroup:NodeGroup":
-        return []
-    gpu = str(props.get("amiType", "")).endswith("_NVIDIA") or any(
-        t.split(".")[0].startswith(GPU_INSTANCE_PREFIXES) for t in props.get("instanceTypes") or []
-    )
-    if not gpu:
+    if resource_type != NODE_GROUP or not is_gpu_node_group(props):
         return []
     problems = []
     if (props.get("labels") or {}).get(placement.key) != placement.value:
@@ -115,22 +144,42 @@ def gpu_node_group_contract(resource_type: str, props: Mapping[str, Any], placem
     return problems
 
 
+def _encrypts_secrets(encryption: Any) -> bool:
+    """pulumi-aws ``encryptionConfig``: ``{provider: {keyArn}, resources: ["secrets"]}`` (older SDKs: a list of one).
+
+    The key ARN is only looked for, not read: a key created in the same stack is not
+    known during preview, and it will be there.
+    """
+    configs = [encryption] if isinstance(encryption, Mapping) else list(encryption or [])
+    return any(
+        isinstance(c, Mapping)
+        and "secrets" in list(c.get("resources") or [])
+        and "keyArn" in list(c.get("provider") or {})
+        for c in configs
+    )
+
+
 def security_baseline(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
     """Mandatory: IMDSv2 on launch templates; cluster secrets encryption and control-plane logs."""
     if (
-        resource_type == "aws:ec2/launchTemplate:LaunchTemplate"
+        resource_type == LAUNCH_TEMPLATE
         and (props.get("metadataOptions") or {}).get("httpTokens") != "required"
     ):
         return ["does not require IMDSv2: set metadataOptions.httpTokens to 'required'"]
-    if resource_type == "eks:index:Cluster":
-        problems = []
-        if not props.get("encryptionConfigKeyArn"):
-            problems.append("does not encrypt Kubernetes secrets: set encryptionConfigKeyArn to a KMS key")
-        missing = {"api", "audit", "authenticator"} - set(props.get("enabledClusterLogTypes") or [])
-        if missing:
-            problems.append(f"does not log {sorted(missing)}: add them to enabledClusterLogTypes")
-        return problems
-    return []
+    if resource_type not in (PULUMI_EKS_CLUSTER, AWS_EKS_CLUSTER):
+        return []
+    problems = []
+    if resource_type == PULUMI_EKS_CLUSTER and not props.get("encryptionConfigKeyArn"):
+        problems.append("does not encrypt Kubernetes secrets: set encryptionConfigKeyArn to a KMS key")
+    if resource_type == AWS_EKS_CLUSTER and not _encrypts_secrets(props.get("encryptionConfig")):
+        problems.append(
+            "does not encrypt Kubernetes secrets: set encryptionConfig to "
+            "{'provider': {'keyArn': <a KMS key ARN>}, 'resources': ['secrets']}"
+        )
+    missing = set(CONTROL_PLANE_LOGS) - set(props.get("enabledClusterLogTypes") or [])
+    if missing:
+        problems.append(f"does not log {sorted(missing)}: add them to enabledClusterLogTypes")
+    return problems
 
 
 def gpu_agents_on_gpu_pools(resources: Resources, placement: Placement) -> list[tuple[str, str]]:

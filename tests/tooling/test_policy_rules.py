@@ -26,6 +26,7 @@ from tests.tooling import crossguard
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_POD = {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 def _deployment(pod: dict) -> dict:
@@ -122,6 +123,53 @@ def test_security_baseline() -> None:
         "does not encrypt Kubernetes secrets: set encryptionConfigKeyArn to a KMS key",
         "does not log ['audit', 'authenticator']: add them to enabledClusterLogTypes",
     ]
+
+
+def test_a_plain_aws_eks_cluster_needs_secrets_encryption_and_control_plane_logs() -> None:
+    """pulumi-aws's ``aws.eks.Cluster`` (not pulumi-eks): ``encryptionConfig`` and ``enabledClusterLogTypes``."""
+    cluster = "aws:eks/cluster:Cluster"
+    encryption = {"provider": {"keyArn": "arn:aws:kms:us-west-2:1:key/k"}, "resources": ["secrets"]}
+    logs = ["api", "audit", "authenticator", "scheduler"]
+    assert (
+        security_baseline(
+            cluster, {"encryptionConfig": encryption, "enabledClusterLogTypes": logs}, DEFAULT_PLACEMENT
+        )
+        == []
+    )
+    assert security_baseline(cluster, {}, DEFAULT_PLACEMENT) == [
+        "does not encrypt Kubernetes secrets: set encryptionConfig to "
+        "{'provider': {'keyArn': <a KMS key ARN>}, 'resources': ['secrets']}",
+        "does not log ['api', 'audit', 'authenticator']: add them to enabledClusterLogTypes",
+    ]
+    for half in ({**encryption, "resources": []}, {"resources": ["secrets"]}, [encryption]):
+        problems = security_baseline(
+            cluster, {"encryptionConfig": half, "enabledClusterLogTypes": logs}, DEFAULT_PLACEMENT
+        )
+        assert len(problems) == (0 if isinstance(half, list) else 1), half  # a list of one: older SDKs
+
+
+def _eks_ami_types() -> list[str]:
+    """The EKS API's AMITypes enum, from botocore's model of CreateNodegroup."""
+    import botocore.loaders
+
+    return list(
+        botocore.loaders.Loader().load_service_model("eks", "service-2")["shapes"]["AMITypes"]["enum"]
+    )
+
+
+def test_gpu_ami_types_are_the_eks_api_s_nvidia_and_gpu_ones() -> None:
+    ami_types = _eks_ami_types()
+    untainted = {"labels": {}, "taints": []}
+    gpu = {
+        t
+        for t in ami_types
+        if gpu_node_group_contract(NODE_GROUP, {**untainted, "amiType": t}, DEFAULT_PLACEMENT)
+    }
+    assert gpu == {t for t in ami_types if "NVIDIA" in t.split("_") or t.endswith("_GPU")}
+    # AL2's accelerated AMI and the FIPS NVIDIA variants are GPU AMIs too.
+    assert {"AL2_x86_64_GPU", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA_FIPS"} <= gpu
+    # Neuron nodes offer aws.amazon.com/neuron, not nvidia.com/gpu: not the GPU contract's.
+    assert not [t for t in gpu if "NEURON" in t or "STANDARD" in t or t.startswith("WINDOWS")]
 
 
 def test_levels_are_configurable_and_bad_config_is_refused() -> None:
