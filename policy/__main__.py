@@ -1,17 +1,25 @@
-"""CrossGuard pack: the rules of infra.tooling.policy_rules, with the contract read from the same module as the platform.
+"""CrossGuard pack: the rules of infra.tooling.policy_rules, each stack judged by the contract it declares.
 
-Levels and the placement are configurable per policy with `pulumi preview --policy-pack policy
---policy-pack-config config.json`: {"gpu-toleration-without-gpu": "mandatory"} sets a level;
-{"gpu-workload-placement": {"placement": {"key": "accelerator", "value": "t4g"}}} checks that
-policy against a platform whose contract is not the default GPU=true. CrossGuard config is per
-policy, so a platform with its own placement sets it on every policy.
+The contract comes from the stack itself (``policy_rules.declared_contracts``): its
+``placement`` output, else its GPU node groups' taint and label, else the pair its
+GpuDeployment/GpuJob pods tolerate and select, else ``GPU=true``. Only the whole stack
+shows it, so every rule whose verdict depends on it is a StackValidationPolicy; the
+security baseline, which does not, stays a ResourceValidationPolicy (it still stops a
+resource before it is created; a stack policy judges after ``pulumi up`` has applied,
+and before anything is applied in ``pulumi preview``). No pack config is needed, in CI
+or anywhere; levels are configurable per policy with ``pulumi preview --policy-pack
+policy --policy-pack-config config.json`` ({"gpu-toleration-without-gpu": "mandatory"}),
+and {"gpu-workload-placement": {"placement": {"key": "accelerator", "value": "t4g"}}}
+still overrides the stack's contract for that policy, for a stack that declares none.
 
 Stack policies get their properties as plain data: pulumi_policy wraps them in a proxy that
 raises UnknownValueError on any value not known during preview, which would turn a whole
 stack policy into one advisory "can't run policy during preview". Stack policies see
 resource *outputs* (computed ones, like an add-on's configurationValues, are unknown on
 create), so the proxy is unwrapped and every unknown becomes None, which the agent model
-reports as "not known yet". Resource policies keep the proxy (see ``_policy``).
+reports as "not known yet". Per-resource rules served per stack keep the proxy: a resource
+whose judged field is not known yet is left unjudged (it is judged on ``pulumi up``'s
+outputs) rather than read as absent (a missing toleration would be a false mandatory failure).
 """
 
 from __future__ import annotations
@@ -30,7 +38,17 @@ from pulumi_policy import (
 )
 from pulumi_policy import proxy as _proxy
 
-from infra.tooling.policy_rules import RULES, RuleSpec, placement_from_config
+from infra.tooling.policy_rules import (
+    RULES,
+    Links,
+    RuleSpec,
+    placement_from_config,
+    resource_key,
+    resource_violations,
+    stack_view,
+    stack_violations,
+)
+from infra.workloads.placement import DEFAULT_PLACEMENT
 
 UNKNOWNS = frozenset(
     {
@@ -49,8 +67,8 @@ CONFIG_SCHEMA = PolicyConfigSchema(
     properties={
         "placement": {
             "type": "object",
-            "description": "The platform's placement contract (its placement.key and placement.value); "
-            "default GPU=true",
+            "description": "Judge by this contract (placement.key and placement.value) instead of the "
+            "one the stack declares (its placement output, GPU node groups or GPU components' pods)",
             "properties": {"key": {"type": "string"}, "value": {"type": "string"}},
             "required": ["key", "value"],
             "additionalProperties": False,
@@ -77,15 +95,40 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _links(resources: list[Any]) -> Links:
+    """Parents and dependencies as pulumi_policy resolved them (within the stack)."""
+    return Links(
+        parents={
+            resource_key(r.resource_type, r.name): resource_key(r.parent.resource_type, r.parent.name)
+            for r in resources
+            if r.parent is not None
+        },
+        dependencies={
+            resource_key(r.resource_type, r.name): [
+                resource_key(d.resource_type, d.name) for d in r.dependencies
+            ]
+            for r in resources
+        },
+    )
+
+
 def _stack_policy(spec: RuleSpec) -> StackValidationPolicy:
-    """A stack rule sees every resource's outputs: node groups, DaemonSets, Helm release values, add-on configuration."""
+    """Sees every resource's outputs: the contract the stack declares, node groups, workloads, agents."""
 
     def validate(args: StackValidationArgs, report_violation) -> None:
-        placement = placement_from_config(spec.name, args.get_config())
-        by_resource = {f"{r.resource_type} {r.name}": r.urn for r in args.resources}
+        override = placement_from_config(spec.name, args.get_config())
+        by_resource = {resource_key(r.resource_type, r.name): r for r in args.resources}
         triples = [(r.resource_type, r.name, plain(r.props)) for r in args.resources]
-        for resource, message in spec.rule(triples, placement):
-            report_violation(message, by_resource.get(resource))
+        view = stack_view(triples, _links(args.resources), override)
+        if spec.stack:
+            for resource, message in stack_violations(spec, triples, view):
+                found = by_resource.get(resource)
+                report_violation(message, found.urn if found else None)
+            return
+        proxied = [(r.resource_type, r.name, r.props) for r in args.resources]
+        for resource, message in resource_violations(spec, proxied, view, skip=(_proxy.UnknownValueError,)):
+            found = by_resource[resource]
+            report_violation(f"{found.name} {message}", found.urn)
 
     return StackValidationPolicy(
         name=spec.name,
@@ -97,15 +140,14 @@ def _stack_policy(spec: RuleSpec) -> StackValidationPolicy:
 
 
 def _policy(spec: RuleSpec) -> ResourceValidationPolicy | StackValidationPolicy:
-    if spec.stack:
+    if spec.stack or spec.contract:
         return _stack_policy(spec)
 
     def validate(args: ResourceValidationArgs, report_violation) -> None:
-        placement = placement_from_config(spec.name, args.get_config())
+        placement = placement_from_config(spec.name, args.get_config()) or DEFAULT_PLACEMENT
         # Resource rules keep the proxy: a field unknown during preview makes the policy
-        # advisory-skip this resource rather than read as absent (a missing toleration
-        # would be a false mandatory failure).
-        for message in spec.rule(args.resource_type, args.props, placement):
+        # advisory-skip this resource rather than read as absent.
+        for message in spec.rule(args.resource_type, args.props, placement):  # type: ignore[call-arg]
             report_violation(f"{args.name} {message}", None)
 
     return ResourceValidationPolicy(

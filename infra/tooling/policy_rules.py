@@ -1,26 +1,45 @@
 """The guardrails as plain functions: (resource type, properties) -> what is wrong and how to fix it.
 
-The CrossGuard pack in ``policy/`` wraps each rule in a ResourceValidationPolicy;
-the offline preview runs the same functions over what it captured. Properties are
-Pulumi's (camelCase) inputs, which for Kubernetes resources are the manifest.
+The CrossGuard pack in ``policy/`` serves each rule; the offline preview runs the
+same functions over what it captured. Properties are Pulumi's (camelCase) ones,
+which for Kubernetes resources are the manifest.
+
+**Each stack is judged by the contract it declares** (:func:`declared_contracts`),
+never by a default it does not use: the stack's own ``placement`` output (the
+platform exports it), else the taint and label its GPU node groups carry, else the
+one its ``GpuDeployment``/``GpuJob`` components placed their pods with (a consumer),
+else ``GPU=true``. Only a whole stack shows that, so every rule whose verdict
+depends on the contract is a stack policy in the pack (``RuleSpec.contract``); the
+security baseline, which does not, stays a resource policy and still stops a
+resource before it is created.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from infra.tooling.agents import landings
-from infra.workloads.placement import DEFAULT_PLACEMENT, Placement, PlacementError
+from infra.workloads.placement import (
+    DEFAULT_PLACEMENT,
+    GPU_TAINT_EFFECT,
+    K8S_TO_EKS_EFFECT,
+    POOL_LABEL,
+    Placement,
+    PlacementError,
+)
 from infra.workloads.scheduling import gpu_limit, match_expression, tolerates
 
+STACK = "pulumi:pulumi:Stack"
+"""The root resource; in ``AnalyzeStack`` its properties are the stack's outputs."""
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 AWS_EKS_CLUSTER = "aws:eks/cluster:Cluster"
 """pulumi-aws's plain cluster (``aws.eks.Cluster``): secrets encryption is ``encryptionConfig``."""
 PULUMI_EKS_CLUSTER = "eks:index:Cluster"
 """pulumi-eks's component: secrets encryption is ``encryptionConfigKeyArn``."""
+GPU_COMPONENTS = ("eks-gpu:index:GpuDeployment", "eks-gpu:index:GpuJob")
 CONTROL_PLANE_LOGS = ("api", "audit", "authenticator")
 
 WORKLOAD_TYPES = {
@@ -36,7 +55,6 @@ WORKLOAD_TYPES = {
     )
 }
 GPU_INSTANCE_PREFIXES = ("g", "p")  # EC2's GPU families: g4dn, g5, g5g, g6, p4d, p5 ...
-
 GPU_AMI_WORDS = frozenset({"NVIDIA", "GPU"})
 """Words of an EKS ``amiType`` (EKS API enum ``AMITypes``) that mean a GPU AMI: every ``*_NVIDIA``
 variant (FIPS ones too) and AL2's accelerated ``AL2_x86_64_GPU``. ``*_NEURON`` is not one: Inferentia
@@ -59,7 +77,7 @@ def is_gpu_instance_type(instance_type: Any) -> bool:
 
 
 def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
-    """A GPU instance type or a GPU AMI type.
+    """A GPU instance type (the node group's, or its launch template's: see :func:`node_group_overrides`) or a GPU AMI type.
 
     Instance types first: when they show a GPU, an ``amiType`` not known yet (a custom
     AMI in the launch template leaves it to AWS) does not stop the check.
@@ -211,14 +229,18 @@ class RuleSpec:
     rule: Rule | StackRule
     default_level: str  # "mandatory" | "advisory" | "disabled"
     stack: bool = False
-    """True: the rule takes the whole stack (a StackValidationPolicy in the pack)."""
+    """True: the rule takes the whole stack at once (``StackRule``)."""
+    contract: bool = True
+    """True: its verdict depends on the placement contract, so the pack serves it as a
+    StackValidationPolicy that first reads the contract the stack declares; a per-resource
+    rule is then applied to every resource. False: a ResourceValidationPolicy."""
 
 
 RULES = (
     RuleSpec("gpu-workload-placement", gpu_workload_placement, "mandatory"),
     RuleSpec("gpu-toleration-without-gpu", gpu_toleration_without_gpu, "advisory"),
     RuleSpec("gpu-node-group-contract", gpu_node_group_contract, "mandatory"),
-    RuleSpec("security-baseline", security_baseline, "mandatory"),
+    RuleSpec("security-baseline", security_baseline, "mandatory", contract=False),
     RuleSpec("gpu-agents-on-gpu-pools", gpu_agents_on_gpu_pools, "mandatory", stack=True),
     RuleSpec("agent-placement-unknown", agent_placement_unknown, "advisory", stack=True),
 )
@@ -237,15 +259,15 @@ def levels(config: Mapping[str, Any] | None = None) -> dict[str, str]:
     return result
 
 
-def placement_from_config(policy: str, config: Mapping[str, Any] | None) -> Placement:
-    """The placement a policy checks against: its pack config's ``placement`` (key/value), else the default.
+def placement_from_config(policy: str, config: Mapping[str, Any] | None) -> Placement | None:
+    """A policy's pack config ``placement`` (key/value): an explicit override of the stack's contract, or None.
 
     CrossGuard hands each policy its own config, so the error names the policy; a
     contract the platform itself would refuse is refused here too.
     """
     raw = (config or {}).get("placement")
     if raw is None:
-        return DEFAULT_PLACEMENT
+        return None
     if not isinstance(raw, Mapping) or set(raw) != {"key", "value"}:
         raise PlacementError(
             f"policy pack config {policy}.placement must be an object with exactly key and value "
@@ -255,6 +277,250 @@ def placement_from_config(policy: str, config: Mapping[str, Any] | None) -> Plac
         return Placement(key=raw["key"], value=raw["value"])
     except PlacementError as error:
         raise PlacementError(f"policy pack config {policy}: {error}") from None
+
+
+def resource_key(resource_type: str, name: str) -> str:
+    """How rules name a resource: ``"<type> <name>"``."""
+    return f"{resource_type} {name}"
+
+
+@dataclass(frozen=True)
+class Links:
+    """What the engine knows about a stack's resources beyond their properties (keys: :func:`resource_key`).
+
+    The pack fills it from pulumi_policy's ``PolicyResource.parent`` and ``.dependencies``,
+    the offline preview from its registrations; both are optional.
+    """
+
+    parents: Mapping[str, str] = field(default_factory=dict)
+    """resource -> its parent."""
+    dependencies: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """resource -> the resources it depends on (those its inputs come from, and ``depends_on``)."""
+
+
+class Overlay(Mapping[str, Any]):
+    """``props`` with some keys given other values; every other key is read through.
+
+    Read through, so pulumi_policy's proxy stays in charge of the rest: a value not
+    known yet still raises when a rule reads it.
+    """
+
+    def __init__(self, props: Mapping[str, Any], overrides: Mapping[str, Any]) -> None:
+        self._props, self._overrides = props, overrides
+
+    def __getitem__(self, key: str) -> Any:
+        return self._overrides[key] if key in self._overrides else self._props[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._overrides
+        yield from (k for k in self._props if k not in self._overrides)
+
+    def __len__(self) -> int:
+        return len(set(self._props) | set(self._overrides))
+
+
+def _launch_template(
+    key: str, props: Mapping[str, Any], templates: Mapping[str, Mapping[str, Any]], links: Links
+) -> Mapping[str, Any] | None:
+    """The launch template a node group uses, when the stack shows which one.
+
+    By the node group's ``launchTemplate.id`` or ``.name`` where those are known; else
+    (a preview creating both: the id is not known yet) by the engine's dependency of the
+    node group on exactly one launch template of the stack.
+    """
+    if "launchTemplate" not in props:
+        return None
+    ref = props.get("launchTemplate")
+    if isinstance(ref, Mapping):
+        for attribute in ("id", "name"):
+            wanted = ref.get(attribute)
+            found = [t for t in templates.values() if wanted and t.get(attribute) == wanted]
+            if len(found) == 1:
+                return found[0]
+    linked = [templates[d] for d in links.dependencies.get(key, ()) if d in templates]
+    return linked[0] if len(linked) == 1 else None
+
+
+def node_group_overrides(resources: Resources, links: Links | None = None) -> dict[str, dict[str, Any]]:
+    """Node groups whose instance type is set only in their launch template: {node group: {"instanceTypes": [it]}}.
+
+    That is what EKS does: with a launch template that names an instance type the node
+    group lists none (CreateNodegroup refuses both), and its nodes are that type.
+    """
+    links = links or Links()
+    templates = {resource_key(t, n): p for t, n, p in resources if t == LAUNCH_TEMPLATE}
+    overrides = {}
+    for typ, name, props in resources:
+        key = resource_key(typ, name)
+        if typ != NODE_GROUP or props.get("instanceTypes"):
+            continue
+        template = _launch_template(key, props, templates, links)
+        instance_type = (template or {}).get("instanceType")
+        if isinstance(instance_type, str) and instance_type:
+            overrides[key] = {"instanceTypes": [instance_type]}
+    return overrides
+
+
+def _valid(key: Any, value: Any) -> Placement | None:
+    try:
+        return Placement(key=key, value=value)
+    except PlacementError:
+        return None
+
+
+def _distinct(found: list[Placement | None]) -> tuple[Placement, ...]:
+    seen: dict[tuple[str, str], Placement] = {}
+    for placement in found:
+        if placement is not None:
+            seen.setdefault((placement.key, placement.value), placement)
+    return tuple(seen.values())
+
+
+def _exported(resources: Resources) -> tuple[Placement, ...]:
+    """The stack's own ``placement`` output (the platform exports its contract so)."""
+    found = []
+    for typ, _, props in resources:
+        raw = props.get("placement") if typ == STACK else None
+        if raw is None:
+            continue
+        try:
+            found.append(Placement.from_dict(raw))
+        except PlacementError as error:
+            raise PlacementError(f"the stack's placement output {raw!r}: {error}") from None
+    return _distinct(found)
+
+
+def _carried_by_gpu_node_groups(
+    resources: Resources, overrides: Mapping[str, Mapping[str, Any]]
+) -> tuple[Placement, ...]:
+    """Each ``key=value`` a GPU node group is both tainted (NO_SCHEDULE) and labelled with."""
+    no_schedule = K8S_TO_EKS_EFFECT[GPU_TAINT_EFFECT]
+    found = []
+    for typ, name, props in resources:
+        key = resource_key(typ, name)
+        effective = Overlay(props, overrides[key]) if key in overrides else props
+        if typ != NODE_GROUP or not is_gpu_node_group(effective):
+            continue
+        labels = props.get("labels") or {}
+        found += [
+            _valid(t.get("key"), t.get("value"))
+            for t in props.get("taints") or []
+            if t.get("effect") == no_schedule
+            and t.get("key") in labels
+            and labels[t["key"]] == t.get("value")
+        ]
+    return _distinct(found)
+
+
+def _placed_by_gpu_components(resources: Resources, links: Links) -> tuple[Placement, ...]:
+    """The contract ``GpuDeployment``/``GpuJob`` placed their pods with: a NoSchedule toleration it also selects.
+
+    ``place_pod_spec`` adds exactly that pair, from the ``placement`` the component
+    was given (in a consumer, the platform's exported one). The component itself
+    registers no inputs the engine could show, so its pods are where the contract is.
+    """
+    found = []
+    for typ, name, props in resources:
+        parent = links.parents.get(resource_key(typ, name), "")
+        if typ not in WORKLOAD_TYPES or parent.split(" ", 1)[0] not in GPU_COMPONENTS:
+            continue
+        pod = pod_spec_of(typ, props) or {}
+        selector = pod.get("nodeSelector") or {}
+        found += [
+            _valid(t.get("key"), t.get("value"))
+            for t in pod.get("tolerations") or []
+            if t.get("operator") == "Equal"
+            and t.get("effect") == GPU_TAINT_EFFECT
+            and t.get("key") != POOL_LABEL
+            and t.get("key") in selector
+            and selector[t["key"]] == t.get("value")
+        ]
+    return _distinct(found)
+
+
+def declared_contracts(resources: Resources, links: Links | None = None) -> tuple[Placement, ...]:
+    """The placement contract(s) the stack declares, from the first of these that shows one.
+
+    1. its ``placement`` output (``pulumi:pulumi:Stack``; the platform's ``__main__.py``);
+    2. the ``key=value`` its GPU node groups carry as taint and label (a platform that
+       does not export it);
+    3. the pair its ``GpuDeployment``/``GpuJob`` children tolerate and select (a consumer:
+       the engine shows policies neither a StackReference, a read, nor the component's
+       ``placement`` input);
+    4. else the default ``GPU=true``.
+
+    Properties are plain data here (unknowns as None). More than one contract at one
+    level (two platforms' components in one consumer) are all returned; a resource is
+    judged to follow the stack's contract when it follows one of them.
+    """
+    links = links or Links()
+    for found in (
+        _exported(resources),
+        _carried_by_gpu_node_groups(resources, node_group_overrides(resources, links)),
+        _placed_by_gpu_components(resources, links),
+    ):
+        if found:
+            return found
+    return (DEFAULT_PLACEMENT,)
+
+
+@dataclass(frozen=True)
+class StackView:
+    """What the contract rules need to know of the whole stack."""
+
+    contracts: tuple[Placement, ...]
+    overrides: Mapping[str, Mapping[str, Any]]
+    """Node group properties as EKS will see them (:func:`node_group_overrides`)."""
+
+
+def stack_view(
+    resources: Resources, links: Links | None = None, placement: Placement | None = None
+) -> StackView:
+    """``resources`` with plain properties; ``placement``: an explicit contract (pack config), else the declared one."""
+    return StackView(
+        contracts=(placement,) if placement is not None else declared_contracts(resources, links),
+        overrides=node_group_overrides(resources, links),
+    )
+
+
+def _under_any(contracts: Sequence[Placement], judge: Callable[[Placement], list[Any]]) -> list[Any]:
+    """Nothing when one of the contracts finds nothing wrong; else what the first one found."""
+    first: list[Any] | None = None
+    for contract in contracts:
+        found = judge(contract)
+        if not found:
+            return []
+        first = found if first is None else first
+    return first or []
+
+
+def resource_violations(
+    spec: RuleSpec, resources: Resources, view: StackView, skip: tuple[type[Exception], ...] = ()
+) -> list[tuple[str, str]]:
+    """A per-resource rule over every resource, judged by the stack's contract: (resource key, message).
+
+    ``skip``: errors that leave a resource unjudged (the pack passes pulumi_policy's
+    UnknownValueError: a field not known during preview is no violation yet).
+    """
+    found = []
+    for typ, name, props in resources:
+        key = resource_key(typ, name)
+        effective = Overlay(props, view.overrides[key]) if key in view.overrides else props
+        try:
+            messages = _under_any(view.contracts, lambda c: spec.rule(typ, effective, c))  # noqa: B023
+        except skip:
+            continue
+        found += [(key, message) for message in messages]
+    return found
+
+
+def stack_violations(spec: RuleSpec, resources: Resources, view: StackView) -> list[tuple[str, str]]:
+    """A stack rule, judged by the stack's contract, node groups as EKS will see them."""
+    effective = [
+        (t, n, Overlay(p, view.overrides[resource_key(t, n)]) if resource_key(t, n) in view.overrides else p)
+        for t, n, p in resources
+    ]
+    return _under_any(view.contracts, lambda c: spec.rule(effective, c))  # type: ignore[call-arg]
 
 
 @dataclass(frozen=True)
@@ -267,20 +533,27 @@ class Violation:
 
 def check(
     resources: list[tuple[str, str, Mapping[str, Any]]],
-    placement: Placement,
+    placement: Placement | None = None,
     config: Mapping[str, Any] | None = None,
+    links: Links | None = None,
 ) -> list[Violation]:
-    """Run every enabled rule over (type, name, props) triples."""
+    """Run every enabled rule over (type, name, props) triples, as the pack does.
+
+    ``placement``: judge by this contract (as pack config would); None: by the one the
+    stack declares (:func:`declared_contracts`). ``links``: parents and dependencies.
+    """
     enforcement = levels(config)
+    view = stack_view(resources, links, placement)
     found = []
     for spec in RULES:
         if enforcement[spec.name] == "disabled":
             continue
-        if spec.stack:
-            for resource, message in spec.rule(resources, placement):  # type: ignore[call-arg]
-                found.append(Violation(spec.name, enforcement[spec.name], resource, message))
-            continue
-        for typ, name, props in resources:
-            for message in spec.rule(typ, props, placement):
-                found.append(Violation(spec.name, enforcement[spec.name], f"{typ} {name}", message))
+        judged = (
+            stack_violations(spec, resources, view)
+            if spec.stack
+            else resource_violations(spec, resources, view)
+        )
+        found += [
+            Violation(spec.name, enforcement[spec.name], resource, message) for resource, message in judged
+        ]
     return found

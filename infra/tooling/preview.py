@@ -70,6 +70,7 @@ from infra.tooling.offline import (
     platform_contract,
     run_project,
 )
+from infra.tooling.policy_rules import STACK, Links, resource_key
 from infra.tooling.policy_rules import check as check_policies
 from infra.workloads.images import image_check_status
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
@@ -454,6 +455,35 @@ def _runs(
         executor.shutdown(wait=True, cancel_futures=True)
 
 
+def _unsecret(value: Any) -> Any:
+    """What a policy sees of a stack output: pulumi_policy hands secrets over as their values."""
+    if isinstance(value, Secret):
+        return _unsecret(value.value)
+    if isinstance(value, dict):
+        return {k: _unsecret(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unsecret(v) for v in value]
+    return value
+
+
+def policy_input(project: str, stack: str, run: Run) -> tuple[list[tuple[str, str, Any]], Links]:
+    """What the engine shows the pack of one project's stack: (resources, links); no contract of ours.
+
+    The resources' inputs, plus the root stack with its outputs (in ``AnalyzeStack`` the
+    ``pulumi:pulumi:Stack`` resource's properties are the stack's outputs: that is where
+    a platform declares its contract), and their parents and dependencies.
+    """
+    key_of = {r.urn: resource_key(r.type, r.name) for r in run.resources}
+    root = (STACK, f"{project}-{stack}", _unsecret(run.stack_outputs))
+    links = Links(
+        parents={key_of[r.urn]: key_of[r.parent] for r in run.resources if r.parent in key_of},
+        dependencies={
+            key_of[r.urn]: [key_of[d] for d in r.dependencies if d in key_of] for r in run.resources
+        },
+    )
+    return [root, *((r.type, r.name, r.inputs) for r in run.resources)], links
+
+
 def project_report(
     name: str, stack: str, run: Run, nodes: list[Node], placement: Placement, region: str | None = None
 ) -> tuple[list[str], int]:
@@ -479,7 +509,9 @@ def project_report(
         blocks.append("\nagents (DaemonSets): on which node groups each lands:")
         blocks.append("\n".join(agent_table(landings(resources, placement))))
         blocks.append("\n" + "\n".join(cost_lines(stack_cost(resources), region)))
-    violations = check_policies(resources, placement)
+    # Judged as the pack judges the stack: by the contract the stack itself declares.
+    policy_resources, links = policy_input(name, stack, run)
+    violations = check_policies(policy_resources, links=links)
     blocks.append(
         "\npolicy pack (policy/): "
         + ("no violations" if not violations else f"{len(violations)} violation(s)")

@@ -20,6 +20,8 @@ from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 
+from infra.tooling.offline import Run, Secret
+
 ROOT = Path(__file__).resolve().parents[2]
 PACK = "eks-gpu-guardrails"
 
@@ -54,15 +56,91 @@ def urn(typ: str, name: str) -> str:
     return f"urn:pulumi:dev::eks-gpu-platform::{typ}::{name}"
 
 
-def analyze_stack(analyzer, resources: Iterable[tuple[str, str, Mapping[str, Any]]]):
-    """AnalyzeStack over (type, name, properties) triples, properties as the engine sends them."""
+def analyze_stack(
+    analyzer,
+    resources: Iterable[tuple[str, str, Mapping[str, Any]]],
+    parents: Mapping[str, str] | None = None,
+    dependencies: Mapping[str, Iterable[str]] | None = None,
+):
+    """AnalyzeStack over (type, name, properties) triples, properties as the engine sends them.
+
+    ``parents`` and ``dependencies`` name resources as ``"<type> <name>"`` (both optional).
+    """
+
+    def urn_of(key: str) -> str:
+        return urn(*key.split(" ", 1))
+
     request = analyzer_pb2.AnalyzeStackRequest(
         resources=[
-            analyzer_pb2.AnalyzerResource(type=t, name=n, urn=urn(t, n), properties=_struct(p))
+            analyzer_pb2.AnalyzerResource(
+                type=t,
+                name=n,
+                urn=urn(t, n),
+                properties=_struct(p),
+                parent=urn_of(parents[f"{t} {n}"]) if f"{t} {n}" in (parents or {}) else "",
+                dependencies=[urn_of(d) for d in (dependencies or {}).get(f"{t} {n}", ())],
+            )
             for t, n, p in resources
         ]
     )
     return analyzer.AnalyzeStack(request, None)
+
+
+def _plain(value: Any) -> Any:
+    """A stack output as the engine sends it to a policy: a secret as its value."""
+    if isinstance(value, Secret):
+        return _plain(value.value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def analyze_run(analyzer, run: Run, project: str, stack: str) -> list[Any]:
+    """Every diagnostic ``pulumi preview --policy-pack`` would get for a program's run.
+
+    As the engine drives an analyzer (pulumi/pulumi ``pkg/resource/deploy/step_generator.go``):
+    ``Analyze`` per registered resource with its inputs, then one ``AnalyzeStack`` with
+    every resource's outputs, parents and dependencies, the root ``pulumi:pulumi:Stack``
+    among them with the stack's outputs as its properties. Reads (a StackReference) get
+    neither: the engine keeps them apart from the stack's resources (``step_executor.go``).
+    """
+    stack_urn = f"urn:pulumi:{stack}::{project}::pulumi:pulumi:Stack::{project}-{stack}"
+    managed = [r for r in run.resources if r.type != "pulumi:pulumi:StackReference"]
+    diagnostics: list[Any] = []
+    for r in managed:
+        request = analyzer_pb2.AnalyzeRequest(
+            type=r.type, name=r.name, urn=r.urn, properties=_struct(_plain(r.inputs))
+        )
+        diagnostics += analyzer.Analyze(request, None).diagnostics
+    urns = {r.urn for r in managed}
+    resources = [
+        analyzer_pb2.AnalyzerResource(
+            type="pulumi:pulumi:Stack",
+            name=f"{project}-{stack}",
+            urn=stack_urn,
+            properties=_struct(_plain(run.stack_outputs)),
+        )
+    ]
+    resources += [
+        analyzer_pb2.AnalyzerResource(
+            type=r.type,
+            name=r.name,
+            urn=r.urn,
+            properties=_struct(_plain(r.outputs)),
+            parent=r.parent if r.parent in urns else stack_urn,
+            dependencies=[d for d in r.dependencies if d in urns],
+        )
+        for r in managed
+    ]
+    request = analyzer_pb2.AnalyzeStackRequest(resources=resources)
+    diagnostics += analyzer.AnalyzeStack(request, None).diagnostics
+    return diagnostics
+
+
+def mandatory(diagnostics: Iterable[Any]) -> list[str]:
+    return [d.message for d in diagnostics if level(d) == "mandatory"]
 
 
 def analyze(analyzer, typ: str, name: str, props: Mapping[str, Any]):

@@ -109,7 +109,9 @@ def test_the_crossguard_pack_reports_it_as_a_stack_policy_with_the_resource_urn(
     assert isinstance(policy, pulumi_policy.StackValidationPolicy)
     assert policy.enforcement_level.value == "mandatory"
     resources = [
-        SimpleNamespace(resource_type=t, name=n, props=p, urn=f"urn:pulumi:dev::p::{t}::{n}")
+        SimpleNamespace(
+            resource_type=t, name=n, props=p, urn=f"urn:pulumi:dev::p::{t}::{n}", parent=None, dependencies=[]
+        )
         for t, n, p in [*_triples(dev), MISSES_THE_TAINT]
     ]
     reported: list[tuple[str, str]] = []

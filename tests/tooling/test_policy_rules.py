@@ -11,6 +11,7 @@ import pytest
 
 from infra.tooling.policy_rules import (
     RULES,
+    Links,
     check,
     gpu_node_group_contract,
     gpu_toleration_without_gpu,
@@ -19,14 +20,16 @@ from infra.tooling.policy_rules import (
     placement_from_config,
     security_baseline,
 )
-from infra.tooling.preview import main
+from infra.tooling.preview import main, policy_input
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement, PlacementError
 from infra.workloads.podspec import place_pod_spec
 from tests.tooling import crossguard
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_POD = {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+IMDS = {"metadataOptions": {"httpTokens": "required"}}
 
 
 def _deployment(pod: dict) -> dict:
@@ -172,6 +175,110 @@ def test_gpu_ami_types_are_the_eks_api_s_nvidia_and_gpu_ones() -> None:
     assert not [t for t in gpu if "NEURON" in t or "STANDARD" in t or t.startswith("WINDOWS")]
 
 
+def _contract_failures(resources: list, links: Links | None = None) -> list[str]:
+    return [v.message for v in check(resources, links=links) if v.rule == "gpu-node-group-contract"]
+
+
+@pytest.mark.parametrize(
+    ("node_group", "template", "dependencies", "count"),
+    [
+        # The GPU AMI alone is enough: no instanceTypes, the type only in the launch template.
+        ({"amiType": "AL2_x86_64_GPU", "launchTemplate": {"id": "lt-1"}}, "g5.xlarge", (), 2),
+        ({"amiType": "AL2_x86_64_GPU"}, None, (), 2),
+        # A custom AMI (no amiType): the launch template's instance type, found by id, by name
+        ({"launchTemplate": {"id": "lt-1", "version": "1"}}, "g5.xlarge", (), 2),
+        ({"launchTemplate": {"name": "gpu-lt-1a2b", "version": "1"}}, "g5.xlarge", (), 2),
+        # or, in a preview creating both (id not known yet), by the node group's dependency on it.
+        ({"launchTemplate": {"id": None, "version": None}}, "g5.xlarge", ("gpu-lt",), 2),
+        ({"launchTemplate": {"id": "lt-1", "version": "1"}}, "t3.large", (), 0),
+        ({"launchTemplate": {"id": "lt-other", "version": "1"}}, "g5.xlarge", (), 0),  # not in this stack
+        ({"instanceTypes": ["g5.xlarge"], "launchTemplate": {"id": "lt-1"}}, "t3.large", (), 2),
+    ],
+)
+def test_a_gpu_node_group_is_known_by_its_ami_type_or_its_launch_template(
+    node_group: dict, template: str | None, dependencies: tuple[str, ...], count: int
+) -> None:
+    resources = [(NODE_GROUP, "gpu", {"labels": {}, "taints": [], **node_group})]
+    if template:
+        resources.append(
+            (
+                LAUNCH_TEMPLATE,
+                "gpu-lt",
+                {"id": "lt-1", "name": "gpu-lt-1a2b", "instanceType": template, **IMDS},
+            )
+        )
+    links = Links(dependencies={f"{NODE_GROUP} gpu": [f"{LAUNCH_TEMPLATE} {d}" for d in dependencies]})
+    failures = _contract_failures(resources, links)
+    assert len(failures) == count, failures
+    assert all(f.startswith("is a GPU node group without the ") for f in failures)
+
+
+def test_the_pack_finds_the_launch_template_of_a_node_group_being_created(monkeypatch) -> None:
+    """As in a first ``pulumi preview``: the template's id is unknown, the engine's dependency links them."""
+    _, policies = crossguard.pack_module(monkeypatch)
+    unknown = pulumi_policy.proxy.UNKNOWN_STRING_VALUE
+    resources = [
+        (
+            NODE_GROUP,
+            "gpu",
+            {"labels": {}, "launchTemplate": {"id": unknown, "version": unknown}, "amiType": unknown},
+        ),
+        (LAUNCH_TEMPLATE, "gpu-lt", {"id": unknown, "instanceType": "g5.xlarge", **IMDS}),
+    ]
+    response = crossguard.analyze_stack(
+        crossguard.servicer(policies),
+        resources,
+        dependencies={f"{NODE_GROUP} gpu": [f"{LAUNCH_TEMPLATE} gpu-lt"]},
+    )
+    messages = [d.message for d in response.diagnostics if crossguard.level(d) == "mandatory"]
+    assert len(messages) == 2 and all("\ngpu is a GPU node group without the " in m for m in messages)
+    assert "urn:pulumi:dev::eks-gpu-platform::aws:eks/nodeGroup:NodeGroup::gpu" in {
+        d.urn for d in response.diagnostics
+    }
+
+
+def test_plain_pulumi_aws_resources_as_the_sdk_registers_them(run) -> None:
+    """The property names the rules read are pulumi-aws's own: a program through the real SDK."""
+    import pulumi_aws as aws
+
+    def program() -> None:
+        template = aws.ec2.LaunchTemplate(
+            "gpu-lt",
+            instance_type="g5.xlarge",
+            image_id="ami-1",
+            metadata_options={"http_tokens": "required"},
+        )
+        aws.eks.NodeGroup(
+            "gpu",
+            cluster_name="c",
+            node_role_arn="arn:aws:iam::1:role/n",
+            subnet_ids=["subnet-1"],
+            scaling_config={"min_size": 0, "desired_size": 0, "max_size": 1},
+            launch_template={"id": template.id, "version": template.latest_version.apply(str)},
+        )
+        vpc = {"subnet_ids": ["subnet-1"]}
+        aws.eks.Cluster("plain", role_arn="arn:aws:iam::1:role/c", vpc_config=vpc)
+        aws.eks.Cluster(
+            "hardened",
+            role_arn="arn:aws:iam::1:role/c",
+            vpc_config=vpc,
+            encryption_config={
+                "provider": {"key_arn": "arn:aws:kms:us-west-2:1:key/k"},
+                "resources": ["secrets"],
+            },
+            enabled_cluster_log_types=["api", "audit", "authenticator"],
+        )
+
+    resources, links = policy_input("project", "stack", run(program))
+    found = sorted((v.rule, v.resource) for v in check(resources, links=links) if v.level == "mandatory")
+    assert found == [
+        ("gpu-node-group-contract", f"{NODE_GROUP} gpu"),
+        ("gpu-node-group-contract", f"{NODE_GROUP} gpu"),
+        ("security-baseline", "aws:eks/cluster:Cluster plain"),
+        ("security-baseline", "aws:eks/cluster:Cluster plain"),
+    ]
+
+
 def test_levels_are_configurable_and_bad_config_is_refused() -> None:
     assert levels({"gpu-toleration-without-gpu": "mandatory"})["gpu-toleration-without-gpu"] == "mandatory"
     with pytest.raises(ValueError, match="unknown policy 'gpu-placement'; allowed: gpu-workload-placement"):
@@ -203,21 +310,33 @@ def test_the_crossguard_pack_wraps_every_rule(monkeypatch) -> None:
     assert name == "eks-gpu-guardrails"
     assert [p.name for p in policies] == [r.name for r in RULES]
     assert [p.enforcement_level.value for p in policies] == [r.default_level for r in RULES]
+    assert [type(p).__name__ for p in policies] == [
+        "ResourceValidationPolicy" if not (r.stack or r.contract) else "StackValidationPolicy" for r in RULES
+    ]
+    assert [r.name for r in RULES if not r.contract] == ["security-baseline"]
     reported = []
-    args = SimpleNamespace(
+    rogue = SimpleNamespace(
         resource_type="kubernetes:apps/v1:Deployment",
         props=_deployment(GPU_POD),
         name="rogue",
-        get_config=dict,
+        urn="urn:rogue",
+        parent=None,
+        dependencies=[],
     )
-    policies[0].validate(args, lambda message, urn: reported.append(message))
-    assert reported and reported[0].startswith(
-        "rogue requests nvidia.com/gpu but does not tolerate the GPU taint"
+    policies[0].validate(
+        SimpleNamespace(resources=[rogue], get_config=dict),
+        lambda message, urn: reported.append((message, urn)),
     )
+    assert reported[0][0].startswith("rogue requests nvidia.com/gpu but does not tolerate the GPU taint")
+    assert reported[0][1] == "urn:rogue"
 
 
-def test_the_pack_checks_the_placement_its_config_names_and_the_default_without_it(monkeypatch) -> None:
-    """Through pulumi_policy's analyzer as the CLI drives it, with --policy-pack-config per policy."""
+def test_pack_config_placement_overrides_the_contract_for_its_policy(monkeypatch) -> None:
+    """Through pulumi_policy's analyzer as the CLI drives it, with --policy-pack-config per policy.
+
+    The stack here declares no contract (no placement output, node groups or GPU
+    components), so it is judged by GPU=true unless a policy's config names another.
+    """
     _, policies = crossguard.pack_module(monkeypatch)
     custom = Placement("accelerator", "t4g")
     placed = _deployment(
@@ -226,7 +345,7 @@ def test_the_pack_checks_the_placement_its_config_names_and_the_default_without_
     config = {"placement": {"key": "accelerator", "value": "t4g"}}
 
     def mandatory(analyzer) -> list[str]:
-        response = crossguard.analyze(analyzer, "kubernetes:apps/v1:Deployment", "server", placed)
+        response = crossguard.analyze_stack(analyzer, [("kubernetes:apps/v1:Deployment", "server", placed)])
         return [d.message for d in response.diagnostics if crossguard.level(d) == "mandatory"]
 
     unconfigured = mandatory(crossguard.servicer(policies))
@@ -280,8 +399,9 @@ def test_a_bad_placement_in_the_pack_config_is_refused_naming_the_policy(config:
     with pytest.raises(PlacementError) as error:
         placement_from_config("gpu-workload-placement", config)
     assert message in str(error.value)
-    assert placement_from_config("gpu-workload-placement", {}) == DEFAULT_PLACEMENT
-    assert placement_from_config("gpu-workload-placement", None) == DEFAULT_PLACEMENT
+    # No placement in a policy's config: the stack's own contract decides.
+    assert placement_from_config("gpu-workload-placement", {}) is None
+    assert placement_from_config("gpu-workload-placement", None) is None
 
 
 def test_preview_fails_a_stack_with_a_hand_written_gpu_deployment(tmp_path: Path, capsys) -> None:
