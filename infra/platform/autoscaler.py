@@ -29,6 +29,7 @@ from infra.platform.config import AutoscalerConfig, GpuPoolConfig
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.node_pools import AUTOSCALED_TAG, AUTOSCALED_VALUE, TEMPLATE, asg_tags, discovery_tags
+from infra.platform.pool_sizes import UNIQUE_SUFFIX, node_group_name_prefix
 from infra.workloads.placement import GPU_RESOURCE, Placement
 from infra.workloads.scheduling import Node
 
@@ -143,10 +144,9 @@ def pool_costs(pools: Mapping[str, GpuPoolConfig]) -> list[PoolCost]:
 
 
 def asg_name_pattern(pool: str) -> str:
-    """The ASG of a pool's node group: eks-<node group>-<uuid>, the node group gpu-<pool>- plus
-    terraform-plugin-sdk's PrefixedUniqueId suffix (18 timestamp digits and an 8-hex-digit counter,
-    helper/id/id.go)."""
-    return f"^eks-gpu-{re.escape(pool)}-[0-9]{{18}}[0-9a-f]{{8}}-"
+    """The ASG of a pool's node group: eks-<node group>-<uuid>, the node group its name prefix plus
+    terraform-plugin-sdk's PrefixedUniqueId suffix."""
+    return f"^eks-{node_group_name_prefix(re.escape(pool))}{UNIQUE_SUFFIX}-"
 
 
 def expander_priorities(costs: Sequence[PoolCost]) -> dict[str, list[str]]:

@@ -237,7 +237,7 @@ class NodeGroupConfig(Section):
     min_size: t.Count = 2
     """Nodes at least (EKS CreateNodegroup: 0 or more)."""
     desired_size: Annotated[int | None, BeforeValidator(t.whole(0, 450))] = None
-    """Initial size; defaults to minSize. With the autoscaler on, GPU pools leave it to the autoscaler."""
+    """Nodes wanted; defaults to minSize; applied as written."""
     # CreateNodegroup: maxSize is at least 1 (botocore's EKS model, NodegroupScalingConfig).
     max_size: Annotated[int, BeforeValidator(t.whole(1, 450))] = 3
     """Nodes at most (EKS CreateNodegroup: 1 or more)."""
@@ -282,8 +282,10 @@ class GpuPoolConfig(NodeGroupConfig):
     """Arm + NVIDIA T4G types, all with the same GPU count (x86 GPU types cannot run the Arm AMI)."""
     min_size: t.Count = 0
     """Nodes at least; 0 lets the pool scale from zero."""
+    desired_size: Annotated[int | None, BeforeValidator(t.whole(0, 450))] = None
+    """A new pool's size (default minSize); later the pool keeps the nodes it runs, raised to minSize (autoscaler off: to a larger desiredSize)."""
     max_size: Annotated[int, BeforeValidator(t.whole(1, 450))] = 2
-    """Nodes at most: as far as the autoscaler may go."""
+    """Nodes at most: as far as the autoscaler may go; not below the nodes the pool runs (checked)."""
     disk_size_gib: Annotated[int, BeforeValidator(_gpu_disk), Field(alias="diskSizeGiB")] = 100
     """Encrypted gp3 root volume, GiB (CUDA images are large)."""
     sharing: SharingConfig | None = None
@@ -362,7 +364,7 @@ class DevicePluginConfig(Section):
 
 class AutoscalerConfig(Section):
     enabled: t.Flag = True
-    """false declares no autoscaler resources at all, and Pulumi owns the pools' sizes."""
+    """false declares no autoscaler resources at all; the pools keep the nodes they run and minSize/desiredSize size them."""
     chart_version: Annotated[
         str, BeforeValidator(t.text(r"\d+\.\d+\.\d+", "a pinned chart version such as 9.59.0"))
     ] = "9.59.0"

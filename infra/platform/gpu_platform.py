@@ -11,7 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from infra.platform import addons, node_pools
+from infra.platform import addons, node_pools, pool_sizes
 from infra.platform.autoscaler import autoscaler
 from infra.platform.cluster import cluster, secrets_key
 from infra.platform.config import PlatformConfig
@@ -31,6 +31,8 @@ class GpuPlatform(pulumi.ComponentResource):
     """An EKS cluster whose GPU nodes take only pods that tolerate the contract's taint."""
 
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        # Read before anything is declared: a maxSize below the nodes a pool runs is refused here.
+        sizes = pool_sizes.desired_sizes(config)
         super().__init__(TYPE_TOKEN, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # Production stacks refuse to delete what holds running workloads.
@@ -71,7 +73,7 @@ class GpuPlatform(pulumi.ComponentResource):
             self.gpu_pools[pool.name] = managed_node_group(
                 f"{name}-gpu-{pool.name}",
                 cluster_name=config.cluster_name,
-                node_group_name_prefix=f"gpu-{pool.name}-",
+                node_group_name_prefix=pool_sizes.node_group_name_prefix(pool.name),
                 node_role_arn=nodes.role.arn,
                 subnet_ids=net.private_subnet_ids,
                 kubernetes_version=config.kubernetes_version,
@@ -84,8 +86,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(
                     after_cluster, pulumi.ResourceOptions(protect=config.production)
                 ),
-                # With the autoscaler on, it owns the desired size after creation.
-                autoscaled=autoscaled,
+                desired_size=sizes[pool.name],  # never below what the pool runs now
             )
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes])
         self.pod_identity_agent = self._addon(name, "eks-pod-identity-agent", config, after_nodes)

@@ -6,14 +6,12 @@ the tests see exactly what AWS is asked, and the ``AL2023_ARM_64_NVIDIA`` AMI ty
 which pulumi-eks cannot resolve itself, passes through unchanged. No image ID and
 no user data: EKS picks the AMI of ``amiType`` and bootstraps the node.
 
-Who else writes here: Cluster Autoscaler sets the ASG's desired capacity, which EKS
-reports as the group's ``scalingConfig.desiredSize``. For an autoscaled group
-Pulumi ignores that field, and the engine then fills it from the *old inputs* in
-state; the AWS provider sends the whole scaling block on any scaling change
-(``UpdateNodegroupConfig``). ``Pulumi.yaml`` sets ``options.refresh: always``, so
-every ``pulumi up`` first reads the live size into state (the bridge returns
-refreshed inputs) and a ``maxSize`` change carries the size the autoscaler set.
-``tests/platform/test_scaling_updates.py`` shows the request in each case.
+Who else writes here: Cluster Autoscaler sets a GPU pool's ASG desired capacity,
+which EKS reports as the group's ``scalingConfig.desiredSize``. Nothing is ignored:
+the caller passes the desired size to send, computed from the live one
+(``infra/platform/pool_sizes.py``), so every scaling update carries a size EKS
+accepts and no running node is terminated. ``tests/platform/test_scaling_updates.py``
+shows the request in each case.
 """
 
 from __future__ import annotations
@@ -66,16 +64,15 @@ def managed_node_group(
     tags: Mapping[str, str] | None = None,
     node_repair: bool | None = None,
     opts: pulumi.ResourceOptions,
-    autoscaled: bool = False,
+    desired_size: int | None = None,
 ) -> aws.eks.NodeGroup:
-    """A managed node group; ``autoscaled`` leaves its desired size to Cluster Autoscaler after creation."""
+    """A managed node group of ``desired_size`` nodes (default: the group's initial size)."""
     template = aws.ec2.LaunchTemplate(
         f"{name}-lt",
         update_default_version=True,
         opts=opts,
         **launch_template_data(group.disk_size_gib),
     )
-    ignore = ["scalingConfig.desiredSize"] if autoscaled else []
     extra: dict[str, Any] = {}
     if tags:
         extra["tags"] = dict(tags)
@@ -96,7 +93,7 @@ def managed_node_group(
         capacity_type=group.capacity_type,
         scaling_config={
             "min_size": group.min_size,
-            "desired_size": group.initial_size,
+            "desired_size": group.initial_size if desired_size is None else desired_size,
             "max_size": group.max_size,
         },
         update_config={"max_unavailable": 1},
@@ -104,5 +101,5 @@ def managed_node_group(
         taints=[dict(t) for t in taints],
         launch_template={"id": template.id, "version": template.latest_version.apply(str)},
         **extra,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=ignore)),
+        opts=opts,
     )

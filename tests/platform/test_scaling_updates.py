@@ -13,29 +13,80 @@ The engine and the provider are modelled from their source, at the versions pinn
   ``scaling_config`` changed, ``UpdateNodegroupConfig`` carries the whole block
   (``expandNodegroupScalingConfig`` always sets desiredSize).
 
-The request is checked against botocore's EKS model, as AWS would check it.
+The program reads the live size itself (``eks:ListClusters``, ``ListNodegroups``,
+``DescribeNodegroup`` data sources; ``infra/platform/pool_sizes.py``): here the mock
+engine answers those reads with the size the autoscaler set. A request is checked
+against botocore's EKS model and against the rule EKS applies on top of it:
+``minSize <= desiredSize <= maxSize``.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import botocore.session
+import pulumi
 import pytest
 import yaml
 from botocore.validate import ParamValidator
 
+from infra.platform.config import ConfigError
+from infra.tooling import offline
 from infra.tooling.offline import Run, run_project
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+CLUSTER = "eks-gpu-platform-dev"
+SUFFIX = "2026120210153012340000000a"
+INFERENCE = f"gpu-inference-{SUFFIX}"
+TRAINING = f"gpu-training-{SUFFIX}"
 
 
 @pytest.fixture(scope="module")
 def dev() -> Run:
     return run_project(ROOT, "dev")
+
+
+@pytest.fixture
+def live(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    """EKS as the program reads it: node group name -> desired size (the autoscaler's). Empty: no cluster."""
+    groups: dict[str, int] = {}
+    answer = offline._call
+
+    def call(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        if token == "aws:eks/getClusters:getClusters":
+            return {"names": [CLUSTER] if groups else []}
+        if token == "aws:eks/getNodeGroups:getNodeGroups":
+            assert args["clusterName"] == CLUSTER
+            return {"names": sorted(groups)}
+        if token == "aws:eks/getNodeGroup:getNodeGroup":
+            size = groups[args["nodeGroupName"]]
+            return {"scalingConfigs": [{"desiredSize": size, "minSize": 0, "maxSize": 450}]}
+        return answer(token, args)
+
+    monkeypatch.setattr(offline, "_call", call)
+    yield groups
+
+
+def _variant(tmp_path: Path, edits: Mapping[str, str]) -> Run:
+    """The dev stack with text edits (old -> new), run as the program would run on `pulumi up`."""
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    for old, new in edits.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    (tmp_path / "Pulumi.dev.yaml").write_text(text)
+    return run_project(tmp_path, "dev")
+
+
+INFERENCE_MAX = "      minSize: 0\n      maxSize: 2  # scale from zero"
+AUTOSCALER_OFF = {
+    "    enabled: true\n    chartVersion: 9.59.0": "    enabled: false\n    chartVersion: 9.59.0"
+}
 
 
 def _get(tree: dict, path: str) -> Any:
@@ -61,7 +112,7 @@ def pulumi_up(
         _set(new, path, _get(old, path))
     if new["scalingConfig"] == old["scalingConfig"]:
         return None
-    return {"clusterName": "c", "nodegroupName": "n", "scalingConfig": new["scalingConfig"]}
+    return {"clusterName": CLUSTER, "nodegroupName": "n", "scalingConfig": new["scalingConfig"]}
 
 
 def _refresh_always() -> bool:
@@ -69,51 +120,172 @@ def _refresh_always() -> bool:
     return (project.get("options") or {}).get("refresh") == "always"
 
 
-def _valid(request: dict) -> dict:
+def _accepted(request: dict | None) -> dict:
+    """What EKS accepts: botocore's model, then minSize <= desiredSize <= maxSize."""
+    assert request is not None
     model = botocore.session.get_session().get_service_model("eks")
     shape = model.operation_model("UpdateNodegroupConfig").input_shape
     report = ParamValidator().validate(request, shape)
     assert not report.has_errors(), report.generate_report()
-    return request
+    scaling = request["scalingConfig"]
+    assert scaling["minSize"] <= scaling["desiredSize"] <= scaling["maxSize"], f"EKS refuses {scaling}"
+    return scaling
 
 
 def _scaling(inputs: dict, **changes: int) -> dict:
     return {**inputs, "scalingConfig": {**inputs["scalingConfig"], **changes}}
 
 
+def _up(state: Run, after: Run, pool: str, live_size: int) -> dict | None:
+    """The request for ``pool`` when the last up stored ``state``, the autoscaler set ``live_size``
+    and the program now declares ``after``."""
+    old = state.one(NODE_GROUP, f"gpu-platform-gpu-{pool}")
+    new = after.one(NODE_GROUP, f"gpu-platform-gpu-{pool}")
+    live_inputs = _scaling(old.inputs, desiredSize=live_size)
+    return pulumi_up(old.inputs, live_inputs, new.inputs, new.ignore_changes, _refresh_always())
+
+
 def test_every_pulumi_up_refreshes_first() -> None:
     assert _refresh_always()
 
 
-def test_raising_max_size_keeps_the_gpu_nodes_the_autoscaler_started(dev: Run) -> None:
-    pool = dev.one(NODE_GROUP, "gpu-platform-gpu-inference")
-    state = pool.inputs  # what the last `pulumi up` stored: desiredSize 0
-    live = _scaling(state, desiredSize=2)  # the autoscaler scaled up for pending GPU pods
-    program = _scaling(state, maxSize=4)  # the change under review
-    request = pulumi_up(state, live, program, pool.ignore_changes, refresh=_refresh_always())
-    assert _valid(request)["scalingConfig"] == {"minSize": 0, "maxSize": 4, "desiredSize": 2}
+def test_raising_min_size_of_an_idle_pool_sends_a_size_eks_accepts(
+    dev: Run, live: dict[str, int], tmp_path: Path
+) -> None:
+    """Issue 19: the live desired size 0 went out with minSize 1, which EKS refuses."""
+    live.update({INFERENCE: 0, TRAINING: 0})
+    after = _variant(tmp_path, {INFERENCE_MAX: "      minSize: 1\n      maxSize: 2  # scale from zero"})
+    assert _accepted(_up(dev, after, "inference", live_size=0)) == {
+        "minSize": 1,
+        "maxSize": 2,
+        "desiredSize": 1,
+    }
 
 
-def test_without_the_refresh_the_same_change_would_terminate_them(dev: Run) -> None:
-    pool = dev.one(NODE_GROUP, "gpu-platform-gpu-inference")
-    live = _scaling(pool.inputs, desiredSize=2)
-    request = pulumi_up(
-        pool.inputs, live, _scaling(pool.inputs, maxSize=4), pool.ignore_changes, refresh=False
+def test_raising_min_size_keeps_a_larger_live_size(dev: Run, live: dict[str, int], tmp_path: Path) -> None:
+    live.update({INFERENCE: 2, TRAINING: 0})
+    after = _variant(tmp_path, {INFERENCE_MAX: "      minSize: 1\n      maxSize: 2  # scale from zero"})
+    assert _accepted(_up(dev, after, "inference", live_size=2)) == {
+        "minSize": 1,
+        "maxSize": 2,
+        "desiredSize": 2,
+    }
+
+
+def test_raising_max_size_keeps_the_gpu_nodes_the_autoscaler_started(
+    dev: Run, live: dict[str, int], tmp_path: Path
+) -> None:
+    live.update({INFERENCE: 2, TRAINING: 0})
+    after = _variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 4  # scale from zero"})
+    assert _accepted(_up(dev, after, "inference", live_size=2)) == {
+        "minSize": 0,
+        "maxSize": 4,
+        "desiredSize": 2,
+    }
+
+
+def test_lowering_max_size_below_the_nodes_running_is_refused_before_anything_is_declared(
+    live: dict[str, int], tmp_path: Path
+) -> None:
+    live.update({INFERENCE: 2, TRAINING: 0})
+    with pytest.raises(
+        ConfigError, match=r"gpuPools\.inference\.maxSize 1 is below the 2 nodes .* allowed: 2 or more"
+    ):
+        _variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 1  # scale from zero"})
+
+
+def test_lowering_max_size_to_the_nodes_running_goes_through(
+    dev: Run, live: dict[str, int], tmp_path: Path
+) -> None:
+    live.update({INFERENCE: 1, TRAINING: 0})
+    after = _variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 1  # scale from zero"})
+    assert _accepted(_up(dev, after, "inference", live_size=1)) == {
+        "minSize": 0,
+        "maxSize": 1,
+        "desiredSize": 1,
+    }
+
+
+def test_switching_the_autoscaler_off_keeps_the_running_nodes(
+    dev: Run, live: dict[str, int], tmp_path: Path
+) -> None:
+    """Issue 19: desiredSize fell back to the stack file's (minSize 0), terminating both nodes."""
+    live.update({INFERENCE: 2, TRAINING: 1})
+    after = _variant(tmp_path, AUTOSCALER_OFF)
+    assert after.one(NODE_GROUP, "gpu-platform-gpu-inference").inputs["scalingConfig"]["desiredSize"] == 2
+    assert _up(dev, after, "inference", live_size=2) is None  # nothing to send: the size stays
+    assert _up(dev, after, "training", live_size=1) is None
+
+
+def test_with_the_autoscaler_off_a_larger_desired_size_is_applied_and_a_smaller_one_kept_with_a_warning(
+    dev: Run, live: dict[str, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *_, **__: warnings.append(message))
+    live.update({INFERENCE: 1, TRAINING: 2})
+    after = _variant(
+        tmp_path,
+        {
+            **AUTOSCALER_OFF,
+            INFERENCE_MAX: "      minSize: 0\n      desiredSize: 2\n      maxSize: 2  # scale from zero",
+            "      minSize: 0\n      maxSize: 2\n      diskSizeGiB: 200": (
+                "      minSize: 0\n      desiredSize: 1\n      maxSize: 2\n      diskSizeGiB: 200"
+            ),
+        },
     )
-    assert request["scalingConfig"]["desiredSize"] == 0  # why Pulumi.yaml refreshes
+    assert _accepted(_up(dev, after, "inference", live_size=1))["desiredSize"] == 2
+    assert _up(dev, after, "training", live_size=2) is None
+    assert [w for w in warnings if "gpuPools.training.desiredSize 1 is below the 2 nodes" in w]
 
 
-def test_without_ignore_changes_the_refresh_alone_would_not_help(dev: Run) -> None:
-    pool = dev.one(NODE_GROUP, "gpu-platform-gpu-inference")
-    live = _scaling(pool.inputs, desiredSize=2)
-    request = pulumi_up(pool.inputs, live, pool.inputs, ignore=[], refresh=True)
-    assert request["scalingConfig"]["desiredSize"] == 0  # why autoscaled groups ignore desiredSize
+def test_an_unrelated_up_sends_no_scaling_request_at_all(
+    dev: Run, live: dict[str, int], tmp_path: Path
+) -> None:
+    live.update({INFERENCE: 2, TRAINING: 1})
+    after = _variant(tmp_path, {"diskSizeGiB: 100": "diskSizeGiB: 120"})
+    assert _up(dev, after, "inference", live_size=2) is None
+    assert _up(dev, after, "training", live_size=1) is None
 
 
-def test_an_unrelated_up_sends_no_scaling_request_at_all(dev: Run) -> None:
-    pool = dev.one(NODE_GROUP, "gpu-platform-gpu-training")
-    live = _scaling(pool.inputs, desiredSize=1)
-    assert pulumi_up(pool.inputs, live, pool.inputs, pool.ignore_changes, refresh=_refresh_always()) is None
+def test_without_the_refresh_the_request_still_carries_the_live_size(
+    dev: Run, live: dict[str, int], tmp_path: Path
+) -> None:
+    """The refresh only keeps unrelated ups quiet; the size sent comes from the live read."""
+    live.update({INFERENCE: 2, TRAINING: 0})
+    after = _variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 4  # scale from zero"})
+    old = dev.one(NODE_GROUP, "gpu-platform-gpu-inference")
+    new = after.one(NODE_GROUP, "gpu-platform-gpu-inference")
+    request = pulumi_up(old.inputs, _scaling(old.inputs, desiredSize=2), new.inputs, [], refresh=False)
+    assert _accepted(request)["desiredSize"] == 2
+
+
+def test_a_replaced_pool_starts_at_its_predecessors_size(live: dict[str, int], tmp_path: Path) -> None:
+    """New instance types replace the node group (same prefix, created first): it starts as large."""
+    live.update({INFERENCE: 2, TRAINING: 1})
+    after = _variant(tmp_path, {"instanceTypes: [g5g.16xlarge]": "instanceTypes: [g5g.metal]"})
+    assert after.one(NODE_GROUP, "gpu-platform-gpu-training").inputs["scalingConfig"]["desiredSize"] == 1
+
+
+def test_a_new_or_renamed_pool_starts_at_its_initial_size(live: dict[str, int], tmp_path: Path) -> None:
+    live.update({INFERENCE: 2, TRAINING: 1})
+    after = _variant(tmp_path, {"    training:\n": "    train:\n"})
+    assert after.one(NODE_GROUP, "gpu-platform-gpu-train").inputs["scalingConfig"]["desiredSize"] == 0
+
+
+def test_a_pool_never_reads_the_group_of_a_pool_whose_name_extends_its_own(
+    live: dict[str, int], tmp_path: Path
+) -> None:
+    live.update({f"gpu-inference-x-{SUFFIX}": 2, TRAINING: 0})
+    after = _variant(tmp_path, {})
+    assert after.one(NODE_GROUP, "gpu-platform-gpu-inference").inputs["scalingConfig"]["desiredSize"] == 0
+
+
+def test_a_first_deploy_reads_no_cluster_and_sends_initial_sizes(dev: Run) -> None:
+    assert dev.one(NODE_GROUP, "gpu-platform-gpu-inference").inputs["scalingConfig"] == {
+        "minSize": 0,
+        "desiredSize": 0,
+        "maxSize": 2,
+    }
 
 
 def test_the_system_group_is_pulumis_alone(dev: Run) -> None:
@@ -123,4 +295,4 @@ def test_the_system_group_is_pulumis_alone(dev: Run) -> None:
     request = pulumi_up(
         system.inputs, system.inputs, _scaling(system.inputs, maxSize=4), [], _refresh_always()
     )
-    assert _valid(request)["scalingConfig"] == {"minSize": 2, "maxSize": 4, "desiredSize": 2}
+    assert _accepted(request) == {"minSize": 2, "maxSize": 4, "desiredSize": 2}

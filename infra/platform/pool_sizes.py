@@ -1,0 +1,108 @@
+"""The desired size each GPU pool's node group is given on every run: never below what AWS runs now.
+
+Three actors write a managed node group's ``scalingConfig.desiredSize``: the stack
+(its initial size), Cluster Autoscaler (SetDesiredCapacity on the ASG, which EKS
+reports back) and ``pulumi up``. The AWS provider sends the whole scaling block on
+any scaling change (terraform-provider-aws ``internal/service/eks/node_group.go``,
+``UpdateNodegroupConfig`` with ``expandNodegroupScalingConfig``), and EKS refuses a
+block whose desired size is outside ``minSize..maxSize``. So the program reads the
+live desired size when it runs (``eks:ListClusters``, ``ListNodegroups``,
+``DescribeNodegroup``, through pulumi-aws data sources; in previews too) and sends:
+
+- a pool with no node group yet: its initial size (``desiredSize``, else ``minSize``);
+- otherwise the live size, raised to ``minSize`` (and, with the autoscaler off, to a
+  ``desiredSize`` above it): never below it, so no resize or autoscaler switch
+  terminates a node that may run pods;
+- a ``maxSize`` below the live size is refused before anything is declared: EKS would
+  refuse it, and the only way to comply would be terminating running nodes.
+
+A replaced node group (new instance or capacity type: same name prefix) starts at
+its predecessor's live size. The autoscaler can still move the size between this
+read and the update it feeds (docs/decisions/0003-gpu-pool-sizes-from-the-live-node-group.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import pulumi
+import pulumi_aws as aws
+
+from infra.platform.config import ConfigError, GpuPoolConfig, PlatformConfig
+
+# terraform-plugin-sdk's PrefixedUniqueId suffix after a node group's name prefix:
+# 18 timestamp digits and an 8-hex-digit counter (helper/id/id.go).
+UNIQUE_SUFFIX = "[0-9]{18}[0-9a-f]{8}"
+
+
+def node_group_name_prefix(pool: str) -> str:
+    return f"gpu-{pool}-"
+
+
+def owns(pool: str, node_group_name: str) -> bool:
+    """Whether the node group is this pool's (``gpu-a-`` must not claim ``gpu-a-b-...``)."""
+    return re.fullmatch(node_group_name_prefix(re.escape(pool)) + UNIQUE_SUFFIX, node_group_name) is not None
+
+
+def live_desired_sizes(cluster_name: str, pools: Iterable[str]) -> dict[str, tuple[str, int]]:
+    """Each pool's node group and its desired size as EKS reports them now; pools without one are absent.
+
+    Two groups of one pool (a replacement under way) give the larger size.
+    """
+    if cluster_name not in (aws.eks.get_clusters().names or []):
+        return {}
+    groups = aws.eks.get_node_groups(cluster_name=cluster_name).names or []
+    sizes: dict[str, tuple[str, int]] = {}
+    for pool in pools:
+        found = [(_desired_size(cluster_name, g), g) for g in sorted(groups) if owns(pool, g)]
+        if found:
+            size, group = max(found)
+            sizes[pool] = (group, size)
+    return sizes
+
+
+def _desired_size(cluster_name: str, node_group_name: str) -> int:
+    group = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=node_group_name)
+    scaling = group.scaling_configs or []
+    return int(scaling[0].desired_size) if scaling else 0
+
+
+def desired_size(name: str, pool: GpuPoolConfig, live: int | None, autoscaled: bool) -> int:
+    """The desired size to send for pool ``name`` given its ``live`` one (None: no node group yet)."""
+    if live is None:
+        return pool.initial_size
+    if live > pool.max_size:
+        raise ConfigError(
+            f"gpuPools.{name}.maxSize {pool.max_size} is below the {live} nodes the pool runs now: allowed: "
+            f"{live} or more. EKS refuses a maximum below the desired size, and lowering both would terminate "
+            "nodes that may run pods. Shrink the pool first (the autoscaler removes idle nodes; or drain "
+            "nodes and run `aws eks update-nodegroup-config --scaling-config desiredSize=<n>`), then lower maxSize"
+        )
+    floor = pool.desired_size if not autoscaled and pool.desired_size is not None else pool.min_size
+    return max(live, floor)
+
+
+def desired_sizes(
+    config: PlatformConfig, live: Mapping[str, tuple[str, int]] | None = None
+) -> dict[str, int]:
+    """Every pool's desired size; reads the live ones unless given. Raises ConfigError (see desired_size)."""
+    if live is None:
+        live = live_desired_sizes(config.cluster_name, config.gpu_pools)
+    autoscaled = config.autoscaler.enabled
+    sizes = {}
+    for name, pool in config.gpu_pools.items():
+        group, size = live.get(name, ("", None))
+        sizes[name] = desired_size(name, pool, size, autoscaled)
+        if not autoscaled and size is not None:
+            _warn_if_kept(name, pool, group, size)
+    return sizes
+
+
+def _warn_if_kept(name: str, pool: GpuPoolConfig, group: str, live: int) -> None:
+    if pool.desired_size is not None and pool.desired_size < live:
+        pulumi.log.warn(
+            f"gpuPools.{name}.desiredSize {pool.desired_size} is below the {live} nodes node group {group} "
+            "runs now: they are kept (a resize never removes nodes that may run pods); drain the extra "
+            "nodes, then scale in with `aws eks update-nodegroup-config`"
+        )
