@@ -22,7 +22,7 @@ from infra.workloads.placement import (
     PlacementError,
     whole_number,
 )
-from infra.workloads.pools import GpuDemand, apply_pool, check_affinity
+from infra.workloads.pools import GpuDemand, apply_pool, check_affinity, check_required_terms
 from infra.workloads.quantity import QuantityError, whole_count
 from infra.workloads.scheduling import match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
@@ -190,6 +190,17 @@ def _check_names(pod: Mapping[str, Any], where: str) -> None:
             seen[name] = here
 
 
+def _refuse_ephemeral(pod: Mapping[str, Any], where: str) -> None:
+    """The API refuses ephemeral containers in a pod template and on pod create (core validation)."""
+    items = pod.get("ephemeralContainers")
+    if known(items) and items:
+        raise PodSpecError(
+            f"{where}.ephemeralContainers must be empty: the API refuses ephemeral containers in a pod "
+            "template and when a pod is created (they are added to a running pod, e.g. by kubectl debug); "
+            "remove the field"
+        )
+
+
 def _counts(pod: dict[str, Any], field: str, where: str) -> list[tuple[str, Any, Any]] | Any:
     """(path, GPU count, restartPolicy) of each container in ``field``; the count is None if not declared."""
     items = _copied_containers(pod, field, where)
@@ -296,7 +307,9 @@ def _place(
     if not isinstance(pod_spec, Mapping):
         raise PodSpecError(f"{where} must be a pod spec mapping, got {type(pod_spec).__name__}")
     pod = copy.deepcopy(dict(pod_spec))
+    _refuse_ephemeral(pod, where)
     _check_names(pod, where)
+    check_required_terms(pod, where)
     _merge_node_selector(pod, placement)
     _merge_tolerations(pod, placement)
     demand = _apply_gpus(pod, gpus, where)

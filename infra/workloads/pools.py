@@ -31,6 +31,46 @@ def _required_terms(pod: Mapping[str, Any]) -> list[Any] | Any:
     return terms if not known(terms) else list(terms or [])
 
 
+REQUIRED_TERMS = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+
+
+def _is_empty_term(term: Any) -> bool:
+    """A term with no expressions and no fields, which matches no node (component-helpers nodeaffinity)."""
+    if term is None:
+        return True
+    if not known(term) or not isinstance(term, Mapping):
+        return False
+    expressions, fields = term.get("matchExpressions"), term.get("matchFields")
+    return known(expressions) and known(fields) and not expressions and not fields
+
+
+def check_required_terms(pod: Mapping[str, Any], where: str) -> None:
+    """Refuse required node affinity that no node can match: no term at all, or only empty ones."""
+    affinity = pod.get("affinity")
+    node = affinity.get("nodeAffinity") if known(affinity) and isinstance(affinity, Mapping) else None
+    required = (
+        node.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if known(node) and isinstance(node, Mapping)
+        else None
+    )
+    if not known(required) or not isinstance(required, Mapping):
+        return
+    terms = required.get("nodeSelectorTerms")
+    if not known(terms):
+        return
+    if not terms:
+        raise PodSpecError(
+            f"{where}.{REQUIRED_TERMS} must list at least one term (the API refuses none): add a term "
+            "with matchExpressions or matchFields, or remove requiredDuringSchedulingIgnoredDuringExecution"
+        )
+    if all(_is_empty_term(term) for term in terms):
+        raise PodSpecError(
+            f"{where}.{REQUIRED_TERMS} has only empty terms, and an empty term matches no node: the pod "
+            "could never be scheduled. Give the term matchExpressions or matchFields, or remove "
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+
+
 def _term_rejects(term: Any, labels: Mapping[str, str]) -> bool:
     """True if ``term`` fails on every node carrying ``labels`` (judged on those keys only)."""
     expressions = term.get("matchExpressions") if isinstance(term, Mapping) else UNKNOWN
@@ -52,7 +92,7 @@ def check_affinity(pod: Mapping[str, Any], label_sets: Sequence[Mapping[str, str
     if not known(terms) or not terms:
         return
     for labels in label_sets:
-        if not all(_term_rejects(term, labels) for term in terms):
+        if not all(_is_empty_term(term) or _term_rejects(term, labels) for term in terms):
             return  # some term may still match a node with these labels
     shown = " or ".join(", ".join(f"{k}={v!r}" for k, v in labels.items()) for labels in label_sets)
     raise PodSpecError(
@@ -70,6 +110,9 @@ def _require_pools(pod: dict[str, Any], names: list[str]) -> None:
     expression = {"key": POOL_LABEL, "operator": "In", "values": names}
     new_terms = []
     for term in terms or [{}]:
+        if terms and _is_empty_term(term):
+            new_terms.append(term)  # matches no node; with the pool requirement it would match some
+            continue
         term = dict(term or {})
         expressions = term.get("matchExpressions")
         if not known(expressions):

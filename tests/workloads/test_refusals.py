@@ -3,6 +3,7 @@ and the defaults never create such a combination themselves."""
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import pulumi
@@ -371,3 +372,87 @@ def test_a_deployment_count_that_is_text_or_negative_is_refused_before_anything_
 
 def test_integral_float_replicas_are_whole_numbers() -> None:
     assert place_deployment_spec({**deployment_spec(), "replicas": 2.0})["replicas"] == 2.0
+
+
+# --- pod template fields the API refuses, or that match no node ---
+
+REQUIRED = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+
+
+def _required(*terms: object) -> dict:
+    return {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
+    }
+
+
+@pytest.mark.parametrize(
+    ("pod", "message"),
+    [
+        (
+            {"ephemeralContainers": [{"name": "debug", "image": "busybox"}]},
+            r"spec.template.spec.ephemeralContainers must be empty: the API refuses ephemeral containers in a "
+            r"pod template",
+        ),
+        (
+            {"affinity": _required({})},
+            rf"spec.template.spec.{REQUIRED} has only empty terms, and an empty term",
+        ),
+        ({"affinity": _required({"matchExpressions": [], "matchFields": []})}, r"has only empty terms"),
+        ({"affinity": _required()}, rf"spec.template.spec.{REQUIRED} must list at least one term"),
+    ],
+)
+def test_a_template_the_api_refuses_or_no_node_matches_is_refused_before_anything_is_declared(
+    run, pod: dict, message: str
+) -> None:
+    errors: list[str] = []
+
+    def program() -> None:
+        containers = {"containers": [{"name": "m", "image": "i"}]}
+        for component, spec in [
+            (GpuDeployment, deployment_spec(**containers, **pod)),
+            (GpuJob, {"template": {"spec": {**containers, **pod}}}),
+        ]:
+            with pytest.raises(PodSpecError) as raised:
+                component("x", spec=spec)
+            errors.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert len(errors) == 2
+    for error in errors:
+        assert re.search(message, error), error
+
+
+def test_an_empty_term_beside_others_is_kept_empty_not_given_the_pool_requirement() -> None:
+    from infra.workloads.placement import POOL_LABEL, GpuPool, Placement
+
+    pools = Placement(pools=(GpuPool("small", 1), GpuPool("big", 4)))
+    zone = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+    pod = place_pod_spec({"containers": [{"name": "m"}], "affinity": _required({}, zone)}, pools, gpus=2)
+    pool_in = {"key": POOL_LABEL, "operator": "In", "values": ["big"]}
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert terms == [{}, {"matchExpressions": [*zone["matchExpressions"], pool_in]}]
+
+
+def test_an_init_container_above_the_pool_is_refused_while_the_containers_are_not_known_yet(run) -> None:
+    from infra.workloads.placement import GpuPool, Placement
+
+    pools = Placement(pools=(GpuPool("training", 4),))
+    resources = pulumi.Output.from_input({"limits": {"nvidia.com/gpu": 1}})  # e.g. from config
+    pod = {
+        "initContainers": [{"name": "warm", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 8}}}],
+        "containers": [{"name": "m", "image": "i", "resources": resources}],
+    }
+    errors: list[str] = []
+
+    def program() -> None:
+        with pytest.raises(PodSpecError) as raised:
+            GpuDeployment("x", spec=deployment_spec(**pod), placement=pools, pool="training")
+        errors.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert errors == [
+        "GpuDeployment('x'): the pod asks for 8 nvidia.com/gpu but no node of pool 'training' can give more "
+        "than 4 (it has 4 GPUs per node); ask for at most 4 or choose another pool"
+    ]
