@@ -182,6 +182,17 @@ def _meta_field(metadata: Any, key: str) -> Any:
     return getattr(metadata, key, None)
 
 
+def child_metadata(metadata: Any) -> Any:
+    """The child's ``metadata``: the user's, or ``{}`` when none was given.
+
+    The provider auto-names an object either way (``metadata: {}`` or none). Under
+    Pulumi's documented unit-test mocks (outputs = inputs) a child without metadata
+    has ``metadata`` None, and a consumer's test reading ``deployment.metadata.name``
+    fails with AttributeError; with ``{}`` it reads None.
+    """
+    return {} if metadata is None else metadata
+
+
 def name_output(child: Any, resource_name: str) -> pulumi.Output[str]:
     """The child's ``metadata.name``.
 

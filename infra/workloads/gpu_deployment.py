@@ -115,7 +115,9 @@ class GpuDeployment(pulumi.ComponentResource):
                     progress_deadline=deadline,
                 )
             )
-        self.deployment = k8s.apps.v1.Deployment(resource_name, metadata=args.metadata, spec=spec, opts=child)
+        self.deployment = k8s.apps.v1.Deployment(
+            resource_name, metadata=component.child_metadata(args.metadata), spec=spec, opts=child
+        )
         self.name = component.name_output(self.deployment, resource_name)
         self.namespace = component.namespace_output(self.deployment)
 

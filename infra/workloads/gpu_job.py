@@ -153,7 +153,9 @@ class GpuJob(pulumi.ComponentResource):
                     resource_name, both[0], both[1], gpus, args.pool, profile, _known_name(args.metadata)
                 )
             )
-        self.job = k8s.batch.v1.Job(resource_name, metadata=metadata, spec=spec, opts=child)
+        self.job = k8s.batch.v1.Job(
+            resource_name, metadata=component.child_metadata(metadata), spec=spec, opts=child
+        )
         self.name = component.name_output(self.job, resource_name)
         self.namespace = component.namespace_output(self.job)
         self.register_outputs({"name": self.name, "namespace": self.namespace})

@@ -217,3 +217,31 @@ def test_bad_dict_args_are_refused_naming_the_setting(run, args: dict, error: ty
 
     assert run(program).resources == []
     assert caught[0].startswith("GpuDeployment('bad'): ") and message in caught[0]
+
+
+class _DocumentedMocks(pulumi.runtime.Mocks):
+    """Pulumi's documented unit-test mocks, as a consumer writes them: outputs are the inputs."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        return args.name + "_id", args.inputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+        return {}
+
+
+def test_a_consumers_test_with_the_documented_mocks_can_read_the_childs_metadata_name() -> None:
+    # No metadata given: the children still carry metadata, so metadata.name is readable (None
+    # under mocks; the auto-name in a real deployment), not an AttributeError on None.
+    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(_DocumentedMocks(), preview=False)
+    seen: list[tuple] = []
+
+    @pulumi.runtime.test
+    def check() -> pulumi.Output:
+        llm = GpuDeployment("llm", spec=deployment_spec(), check_image_architecture=False)
+        train = GpuJob("train", spec=JOB_SPEC, check_image_architecture=False)
+        names = [llm.deployment.metadata.name, train.job.metadata.name, llm.name, train.name]
+        return pulumi.Output.all(*names).apply(lambda values: seen.append(tuple(values)))
+
+    check()
+    assert seen == [(None, None, "llm", "train")]

@@ -119,7 +119,7 @@ def test_replace_unready_annotates_the_job_so_a_failed_one_is_replaced(run) -> N
     metadata = {"name": "train", "annotations": {"team": "ml"}}
     job = _job(run(lambda: GpuJob("t", spec=job_spec(), metadata=metadata, replace_unready=True)))
     assert job["metadata"] == {"name": "train", "annotations": {"team": "ml", REPLACE_UNREADY: "true"}}
-    assert "metadata" not in _job(run(lambda: GpuJob("t", spec=job_spec())))  # default: no annotation
+    assert _job(run(lambda: GpuJob("t", spec=job_spec())))["metadata"] == {}  # default: no annotation
 
 
 @pytest.mark.parametrize(
