@@ -8,10 +8,13 @@ cloud imports so that consumers, policies and tests can use it anywhere.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from infra.workloads.quantity import QuantityError, whole_count
 
 GPU_RESOURCE = "nvidia.com/gpu"
 """The extended resource the NVIDIA device plugin advertises on GPU nodes."""
@@ -58,6 +61,22 @@ def whole_number(value: object, setting: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise PlacementError(f"{setting} must be a whole number >= {minimum}, got {value!r}")
     return value
+
+
+def gpu_count(value: object, setting: str, minimum: int) -> int:
+    """A GPU count setting (``gpus``, ``gpusPerNode``) as an int >= ``minimum``.
+
+    Judged by the one GPU quantity parser, :func:`infra.workloads.quantity.whole_count`,
+    so a number means here what it means in ``nvidia.com/gpu`` (``2.0`` is 2, ``2.5`` is
+    refused). These settings are numbers: text and booleans are refused.
+    """
+    count = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        with contextlib.suppress(QuantityError):
+            count = whole_count(value)
+    if count is None or count < minimum:
+        raise PlacementError(f"{setting} must be a whole number >= {minimum}, got {value!r}")
+    return count
 
 
 def _check_key(key: object) -> str:
@@ -121,7 +140,7 @@ class GpuPool:
                 "'-', '_' or '.', starting and ending with a letter or digit"
             )
         where = f"pool {self.name!r}"
-        object.__setattr__(self, "gpus_per_node", whole_number(self.gpus_per_node, f"{where} gpusPerNode", 1))
+        object.__setattr__(self, "gpus_per_node", gpu_count(self.gpus_per_node, f"{where} gpusPerNode", 1))
         object.__setattr__(
             self,
             "time_slicing_replicas",

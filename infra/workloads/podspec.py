@@ -20,7 +20,7 @@ from infra.workloads.placement import (
     GPU_RESOURCE,
     Placement,
     PlacementError,
-    whole_number,
+    gpu_count,
 )
 from infra.workloads.pools import GpuDemand, apply_pool, check_affinity, check_required_terms
 from infra.workloads.quantity import QuantityError, whole_count
@@ -34,7 +34,7 @@ __all__ = ["UNKNOWN", "PodSpecError", "check_gpus", "known", "place_pod_spec", "
 def check_gpus(gpus: object, setting: str = "gpus") -> int:
     """GPUs per pod: a whole number of at least 1 (the device plugin hands out whole GPUs)."""
     try:
-        return whole_number(gpus, setting, 1)
+        return gpu_count(gpus, setting, 1)
     except PlacementError:
         raise PodSpecError(f"{setting} must be a whole number >= 1 (GPUs per pod), got {gpus!r}") from None
 

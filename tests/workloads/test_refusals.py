@@ -13,7 +13,7 @@ from infra import GpuDeployment, GpuJob, PodSpecError
 from infra.workloads.deployment import place_deployment_spec
 from infra.workloads.job import place_job_spec
 from infra.workloads.podspec import place_pod_spec
-from infra.workloads.quantity import QuantityError, parse_quantity
+from infra.workloads.quantity import QuantityError, parse_quantity, whole_count
 from tests.conftest import deployment_spec
 
 
@@ -141,6 +141,36 @@ def test_quantities_are_parsed_exactly_as_kubernetes_does(text: str, value: Frac
 def test_text_that_is_not_a_quantity_is_refused(text: str) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize("number", [1, 2.0, 0.9995, 1.5, 0.5, 1e-9, 3])
+def test_gpu_count_settings_are_judged_by_the_one_quantity_parser(number: float) -> None:
+    # gpus, a container's nvidia.com/gpu and a pool's gpusPerNode: one judgement (whole_count),
+    # the API's (milli-value rounded up), so 0.9995 is one GPU everywhere and 1.5 nowhere.
+    from infra.workloads.placement import GpuPool, PlacementError
+
+    try:
+        expected = whole_count(number)
+    except QuantityError:
+        expected = None
+    limit = {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": number}}}]}
+    outcomes = []
+    for judge in (
+        lambda: place_pod_spec({"containers": [{"name": "m"}]}, gpus=number)["containers"][0]["resources"][
+            "limits"
+        ],
+        lambda: {
+            "nvidia.com/gpu": whole_count(
+                place_pod_spec(limit)["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+            )
+        },
+        lambda: {"nvidia.com/gpu": GpuPool("p", gpus_per_node=number).gpus_per_node},
+    ):
+        try:
+            outcomes.append(judge()["nvidia.com/gpu"])
+        except (PodSpecError, PlacementError):
+            outcomes.append(None)
+    assert outcomes == [expected] * 3
 
 
 def test_an_integral_float_quantity_is_one_gpu_count() -> None:
