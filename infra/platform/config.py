@@ -471,7 +471,7 @@ class PlatformConfig(Section):
     autoscaler: Annotated[AutoscalerConfig, _SECTION]
     """Cluster Autoscaler, which scales the GPU pools (only them) from and to zero."""
     production: t.Flag = False
-    """true protects the KMS key, the cluster and the GPU pools from deletion."""
+    """true protects the VPC, the KMS key and the cluster from deletion and replacement; GPU pools stay replaceable."""
     observability: Annotated[ObservabilityConfig, _SECTION]
     """GPU metrics, node health agents, the GPU dashboard and alarms."""
 

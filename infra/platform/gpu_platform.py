@@ -35,10 +35,12 @@ class GpuPlatform(pulumi.ComponentResource):
         sizes = pool_sizes.desired_sizes(config)
         super().__init__(TYPE_TOKEN, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        # Production stacks refuse to delete what holds running workloads.
+        # Production stacks protect what must never go by accident and cannot be rebuilt in place: the
+        # VPC, the KMS key and the cluster. Not the GPU pools: replacing or removing one is routine
+        # (docs/decisions/0004-production-protects-network-key-cluster.md).
         guarded = pulumi.ResourceOptions(parent=self, protect=config.production)
 
-        net = network(f"{name}-vpc", config.network, child, secret=lambda v: config.secret("network", v))
+        net = network(f"{name}-vpc", config.network, guarded, secret=lambda v: config.secret("network", v))
         key = secrets_key(f"{name}-secrets", guarded)
         self.cluster = cluster(
             f"{name}-eks",
@@ -83,9 +85,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 taints=[contract.eks_taint()],
                 tags=node_pools.node_group_tags(pool),
                 node_repair=settings.node_repair,
-                opts=pulumi.ResourceOptions.merge(
-                    after_cluster, pulumi.ResourceOptions(protect=config.production)
-                ),
+                opts=after_cluster,
                 desired_size=sizes[pool.name],  # never below what the pool runs now
             )
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes])

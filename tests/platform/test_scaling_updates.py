@@ -23,7 +23,6 @@ against botocore's EKS model and against the rule EKS applies on top of it:
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +33,10 @@ import yaml
 from botocore.validate import ParamValidator
 
 from infra.platform.config import ConfigError
-from infra.tooling import offline
 from infra.tooling.offline import Run, run_project
+from tests.platform.conftest import CLUSTER, ROOT, SUFFIX, dev_variant
 
-ROOT = Path(__file__).resolve().parents[2]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-CLUSTER = "eks-gpu-platform-dev"
-SUFFIX = "2026120210153012340000000a"
 INFERENCE = f"gpu-inference-{SUFFIX}"
 TRAINING = f"gpu-training-{SUFFIX}"
 
@@ -48,39 +44,6 @@ TRAINING = f"gpu-training-{SUFFIX}"
 @pytest.fixture(scope="module")
 def dev() -> Run:
     return run_project(ROOT, "dev")
-
-
-@pytest.fixture
-def live(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
-    """EKS as the program reads it: node group name -> desired size (the autoscaler's). Empty: no cluster."""
-    groups: dict[str, int] = {}
-    answer = offline._call
-
-    def call(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        if token == "aws:eks/getClusters:getClusters":
-            return {"names": [CLUSTER] if groups else []}
-        if token == "aws:eks/getNodeGroups:getNodeGroups":
-            assert args["clusterName"] == CLUSTER
-            return {"names": sorted(groups)}
-        if token == "aws:eks/getNodeGroup:getNodeGroup":
-            size = groups[args["nodeGroupName"]]
-            return {"scalingConfigs": [{"desiredSize": size, "minSize": 0, "maxSize": 450}]}
-        return answer(token, args)
-
-    monkeypatch.setattr(offline, "_call", call)
-    yield groups
-
-
-def _variant(tmp_path: Path, edits: Mapping[str, str]) -> Run:
-    """The dev stack with text edits (old -> new), run as the program would run on `pulumi up`."""
-    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
-    (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
-    text = (ROOT / "Pulumi.dev.yaml").read_text()
-    for old, new in edits.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    (tmp_path / "Pulumi.dev.yaml").write_text(text)
-    return run_project(tmp_path, "dev")
 
 
 INFERENCE_MAX = "      minSize: 0\n      maxSize: 2  # scale from zero"
@@ -154,7 +117,7 @@ def test_raising_min_size_of_an_idle_pool_sends_a_size_eks_accepts(
 ) -> None:
     """Issue 19: the live desired size 0 went out with minSize 1, which EKS refuses."""
     live.update({INFERENCE: 0, TRAINING: 0})
-    after = _variant(tmp_path, {INFERENCE_MAX: "      minSize: 1\n      maxSize: 2  # scale from zero"})
+    after = dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 1\n      maxSize: 2  # scale from zero"})
     assert _accepted(_up(dev, after, "inference", live_size=0)) == {
         "minSize": 1,
         "maxSize": 2,
@@ -164,7 +127,7 @@ def test_raising_min_size_of_an_idle_pool_sends_a_size_eks_accepts(
 
 def test_raising_min_size_keeps_a_larger_live_size(dev: Run, live: dict[str, int], tmp_path: Path) -> None:
     live.update({INFERENCE: 2, TRAINING: 0})
-    after = _variant(tmp_path, {INFERENCE_MAX: "      minSize: 1\n      maxSize: 2  # scale from zero"})
+    after = dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 1\n      maxSize: 2  # scale from zero"})
     assert _accepted(_up(dev, after, "inference", live_size=2)) == {
         "minSize": 1,
         "maxSize": 2,
@@ -176,7 +139,7 @@ def test_raising_max_size_keeps_the_gpu_nodes_the_autoscaler_started(
     dev: Run, live: dict[str, int], tmp_path: Path
 ) -> None:
     live.update({INFERENCE: 2, TRAINING: 0})
-    after = _variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 4  # scale from zero"})
+    after = dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 4  # scale from zero"})
     assert _accepted(_up(dev, after, "inference", live_size=2)) == {
         "minSize": 0,
         "maxSize": 4,
@@ -191,14 +154,14 @@ def test_lowering_max_size_below_the_nodes_running_is_refused_before_anything_is
     with pytest.raises(
         ConfigError, match=r"gpuPools\.inference\.maxSize 1 is below the 2 nodes .* allowed: 2 or more"
     ):
-        _variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 1  # scale from zero"})
+        dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 1  # scale from zero"})
 
 
 def test_lowering_max_size_to_the_nodes_running_goes_through(
     dev: Run, live: dict[str, int], tmp_path: Path
 ) -> None:
     live.update({INFERENCE: 1, TRAINING: 0})
-    after = _variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 1  # scale from zero"})
+    after = dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 1  # scale from zero"})
     assert _accepted(_up(dev, after, "inference", live_size=1)) == {
         "minSize": 0,
         "maxSize": 1,
@@ -211,7 +174,7 @@ def test_switching_the_autoscaler_off_keeps_the_running_nodes(
 ) -> None:
     """Issue 19: desiredSize fell back to the stack file's (minSize 0), terminating both nodes."""
     live.update({INFERENCE: 2, TRAINING: 1})
-    after = _variant(tmp_path, AUTOSCALER_OFF)
+    after = dev_variant(tmp_path, AUTOSCALER_OFF)
     assert after.one(NODE_GROUP, "gpu-platform-gpu-inference").inputs["scalingConfig"]["desiredSize"] == 2
     assert _up(dev, after, "inference", live_size=2) is None  # nothing to send: the size stays
     assert _up(dev, after, "training", live_size=1) is None
@@ -223,7 +186,7 @@ def test_with_the_autoscaler_off_a_larger_desired_size_is_applied_and_a_smaller_
     warnings: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *_, **__: warnings.append(message))
     live.update({INFERENCE: 1, TRAINING: 2})
-    after = _variant(
+    after = dev_variant(
         tmp_path,
         {
             **AUTOSCALER_OFF,
@@ -242,7 +205,7 @@ def test_an_unrelated_up_sends_no_scaling_request_at_all(
     dev: Run, live: dict[str, int], tmp_path: Path
 ) -> None:
     live.update({INFERENCE: 2, TRAINING: 1})
-    after = _variant(tmp_path, {"diskSizeGiB: 100": "diskSizeGiB: 120"})
+    after = dev_variant(tmp_path, {"diskSizeGiB: 100": "diskSizeGiB: 120"})
     assert _up(dev, after, "inference", live_size=2) is None
     assert _up(dev, after, "training", live_size=1) is None
 
@@ -252,7 +215,7 @@ def test_without_the_refresh_the_request_still_carries_the_live_size(
 ) -> None:
     """The refresh only keeps unrelated ups quiet; the size sent comes from the live read."""
     live.update({INFERENCE: 2, TRAINING: 0})
-    after = _variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 4  # scale from zero"})
+    after = dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 4  # scale from zero"})
     old = dev.one(NODE_GROUP, "gpu-platform-gpu-inference")
     new = after.one(NODE_GROUP, "gpu-platform-gpu-inference")
     request = pulumi_up(old.inputs, _scaling(old.inputs, desiredSize=2), new.inputs, [], refresh=False)
@@ -262,13 +225,13 @@ def test_without_the_refresh_the_request_still_carries_the_live_size(
 def test_a_replaced_pool_starts_at_its_predecessors_size(live: dict[str, int], tmp_path: Path) -> None:
     """New instance types replace the node group (same prefix, created first): it starts as large."""
     live.update({INFERENCE: 2, TRAINING: 1})
-    after = _variant(tmp_path, {"instanceTypes: [g5g.16xlarge]": "instanceTypes: [g5g.metal]"})
+    after = dev_variant(tmp_path, {"instanceTypes: [g5g.16xlarge]": "instanceTypes: [g5g.metal]"})
     assert after.one(NODE_GROUP, "gpu-platform-gpu-training").inputs["scalingConfig"]["desiredSize"] == 1
 
 
 def test_a_new_or_renamed_pool_starts_at_its_initial_size(live: dict[str, int], tmp_path: Path) -> None:
     live.update({INFERENCE: 2, TRAINING: 1})
-    after = _variant(tmp_path, {"    training:\n": "    train:\n"})
+    after = dev_variant(tmp_path, {"    training:\n": "    train:\n"})
     assert after.one(NODE_GROUP, "gpu-platform-gpu-train").inputs["scalingConfig"]["desiredSize"] == 0
 
 
@@ -276,7 +239,7 @@ def test_a_pool_never_reads_the_group_of_a_pool_whose_name_extends_its_own(
     live: dict[str, int], tmp_path: Path
 ) -> None:
     live.update({f"gpu-inference-x-{SUFFIX}": 2, TRAINING: 0})
-    after = _variant(tmp_path, {})
+    after = dev_variant(tmp_path, {})
     assert after.one(NODE_GROUP, "gpu-platform-gpu-inference").inputs["scalingConfig"]["desiredSize"] == 0
 
 
