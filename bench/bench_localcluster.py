@@ -48,7 +48,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cold", action="store_true", help="also time a cold Go build of every binary")
     parser.add_argument("--suite", action="store_true", help="also time bin/test, warm")
-    parser.add_argument("--up", action="store_true", help="also time pulumi up of GpuDeployment vs Deployment")
+    parser.add_argument(
+        "--up", action="store_true", help="also time pulumi up of GpuDeployment vs Deployment"
+    )
     args = parser.parse_args()
     if args.cold:
         print(f"cold build (fresh GOCACHE, all modules): {cold_build():.0f} s")
