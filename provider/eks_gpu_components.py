@@ -99,7 +99,7 @@ class GpuJobArgs(TypedDict):
     wait_for_completion: NotRequired[bool]
     """Wait in `pulumi up` until the Job completes (default true); false adds the annotation pulumi.com/skipAwait: "true"."""
     replace_unready: NotRequired[bool]
-    """Replace the Job on the next `pulumi up` if it failed (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). Needs waitForCompletion true."""
+    """Run a failed Job again: the next `pulumi up` replaces it (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). pulumi-kubernetes replaces any Job that is not Complete, a running one too, so this needs spec.activeDeadlineSeconds (a plain number), no spec.suspend and waitForCompletion true; `pulumi up` then waits at least the deadline + the pods' grace period + 2 minutes (createTimeout/updateTimeout default to that; shorter ones are refused), so the Job has completed or failed when a later `pulumi up` looks at it."""
     security_defaults: NotRequired[bool]
     """Deprecated: use securityProfile. false is securityProfile "none"; it may not contradict securityProfile."""
     check_image_architecture: NotRequired[bool]

@@ -8,6 +8,7 @@ running (see :mod:`infra.workloads.component`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.workloads import component, images
-from infra.workloads.job import check_indexed_job_name, place_job_checked
+from infra.workloads.job import check_indexed_job_name, place_job_checked, replace_unready_wait
 from infra.workloads.placement import Placement, PlacementError
 from infra.workloads.podspec import check_gpus
 from infra.workloads.security import check_profile
@@ -27,7 +28,8 @@ TYPE_TOKEN = "eks-gpu:index:GpuJob"
 SKIP_AWAIT = "pulumi.com/skipAwait"
 """pulumi-kubernetes' annotation: declare the Job and return without waiting for it to complete."""
 REPLACE_UNREADY = "pulumi.com/replaceUnready"
-"""pulumi-kubernetes' annotation: replace the Job on the next update if it is not ready (it failed)."""
+"""pulumi-kubernetes' annotation: at every later ``pulumi up`` its Diff reads the live Job and replaces it
+if it is not Complete (``provider/pkg/provider/provider.go``), failed or still running alike."""
 REPLACE_ON_CHANGES = (
     "spec.completionMode",
     "spec.podFailurePolicy",
@@ -66,10 +68,17 @@ class GpuJobArgs:
     wait_for_completion: bool = True
     """Wait in ``pulumi up`` until the Job completes; ``False`` adds ``pulumi.com/skipAwait: "true"``."""
     replace_unready: bool = False
-    """Replace the Job on the next ``pulumi up`` if it failed (``pulumi.com/replaceUnready: "true"``).
+    """Run a failed Job again: the next ``pulumi up`` replaces it (``pulumi.com/replaceUnready: "true"``).
 
-    Without it a failed Job stays as it is until its spec changes. Needs
-    ``wait_for_completion`` (pulumi-kubernetes only knows a Job failed if it waited).
+    pulumi-kubernetes replaces any Job that is not Complete when a later ``pulumi up``
+    diffs it, a running one too. So this needs ``spec.activeDeadlineSeconds`` (a plain
+    number), no ``spec.suspend``, and ``wait_for_completion``; ``pulumi up`` then waits
+    at least deadline + the pods' grace period + 2 minutes (the create and update
+    timeouts default to that when longer than 60m; shorter ones of yours are refused),
+    so when it stops waiting the Job has completed or failed and never runs on at the
+    next ``pulumi up``. Still replaced while running: a Job whose ``pulumi up`` was
+    interrupted, or one a queue (e.g. Kueue) held suspended. Without it a failed Job
+    stays until its spec changes; each ``pulumi up`` waits on it again and reports the failure.
     """
     security_defaults: bool | None = None
     """Deprecated: ``False`` is ``security_profile="none"``."""
@@ -103,6 +112,7 @@ class GpuJob(pulumi.ComponentResource):
         except PodSpecError as error:
             raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
         eager_spec = self._eager_check(resource_name, args)
+        timeouts = _job_timeouts(resource_name, args, timeouts_given)
         args = images.check_workload_images(f"GpuJob({resource_name!r})", args, k8s.batch.v1.JobSpecArgs)
         metadata_in = args.metadata
         if not args.wait_for_completion and has_outputs(metadata_in):
@@ -130,7 +140,6 @@ class GpuJob(pulumi.ComponentResource):
             raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
 
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
-        timeouts = component.child_timeouts(component.JOB_TIMEOUT, timeouts_given)
         child = pulumi.ResourceOptions(
             parent=self,
             custom_timeouts=timeouts,
@@ -171,6 +180,7 @@ class GpuJob(pulumi.ComponentResource):
             profile = check_profile(args.security_profile, args.security_defaults)
             component.check_flag(args.wait_for_completion, "wait_for_completion")
             component.check_flag(args.replace_unready, "replace_unready")
+            _refuse_raw_replace_unready(args.metadata, args.replace_unready)
             if not args.wait_for_completion:
                 _refuse_fixed_name(args.metadata)
                 if args.replace_unready:
@@ -189,6 +199,47 @@ class GpuJob(pulumi.ComponentResource):
             return placed
         except (PodSpecError, PlacementError, WireError) as error:
             raise type(error)(f"GpuJob({resource_name!r}): {error}") from None
+
+
+def _job_timeouts(
+    resource_name: str, args: GpuJobArgs, given: pulumi.CustomTimeouts | None
+) -> pulumi.CustomTimeouts:
+    """JOB_TIMEOUT, or with ``replace_unready`` long enough for the Job to finish or fail first."""
+    if not args.replace_unready:
+        return component.child_timeouts(component.JOB_TIMEOUT, given)
+    try:
+        wait = replace_unready_wait(component.wire_or_unknown(args.spec, k8s.batch.v1.JobSpecArgs))
+        for operation in ("create", "update"):
+            mine = getattr(given, operation, None) if given else None
+            if mine and component.duration_seconds(mine) < wait:
+                raise PodSpecError(
+                    f"{operation}_timeout {mine!r} is shorter than replace_unready=True needs: at least {wait}s "
+                    "(spec.activeDeadlineSeconds + the pods' grace period + 120 s), or a later pulumi up "
+                    "could replace the Job while it still runs; drop it or make it longer"
+                )
+    except PodSpecError as error:
+        raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
+    default = component.JOB_TIMEOUT
+    if wait > component.duration_seconds(default):
+        default = f"{math.ceil(wait / 60)}m"
+    return component.child_timeouts(default, given)
+
+
+def _refuse_raw_replace_unready(metadata: Any, replace_unready: bool) -> None:
+    """The annotation written by hand would skip :func:`replace_unready_wait`'s guard: refused."""
+    from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
+
+    wire = to_wire(metadata, ObjectMetaArgs, unknown=UNKNOWN) if metadata is not None else {}
+    annotations = wire.get("annotations") if known(wire) and isinstance(wire, Mapping) else None
+    value = (
+        annotations.get(REPLACE_UNREADY) if known(annotations) and isinstance(annotations, Mapping) else None
+    )
+    if value == "true" and not replace_unready:
+        raise PodSpecError(
+            f"metadata.annotations[{REPLACE_UNREADY!r}] 'true': use replace_unready=True instead, which "
+            "also makes sure pulumi-kubernetes can never replace the Job while it still runs; allowed here: "
+            "'false' or unset"
+        )
 
 
 def _known_name(metadata: Any) -> str | None:

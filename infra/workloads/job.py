@@ -21,7 +21,7 @@ from infra.workloads.podspec import (
     place_template,
     to_kubernetes_form,
 )
-from infra.workloads.values import PodSpecError, check_counts, check_spec_fields, known
+from infra.workloads.values import UNKNOWN, PodSpecError, check_counts, check_spec_fields, known
 
 JOB_SPEC_FIELDS = frozenset(
     {
@@ -52,6 +52,56 @@ DNS_LABEL_MAX = 63
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _COUNTS = ("activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex", "completions", "maxFailedIndexes")
 _COUNTS += ("parallelism", "ttlSecondsAfterFinished")
+
+
+REPLACE_UNREADY_MARGIN_SECONDS = 120
+"""Beyond the deadline and the pods' grace period: the Job controller's reaction and the await's watch."""
+DEFAULT_GRACE_SECONDS = 30
+"""A pod's ``terminationGracePeriodSeconds`` when the template sets none (the API's default)."""
+
+
+def replace_unready_wait(spec: Any) -> int:
+    """Seconds ``pulumi up`` must wait on a Job so that, when it stops, the Job has completed or failed.
+
+    pulumi-kubernetes' ``replaceUnready`` replaces a Job at a later ``pulumi up`` whenever
+    the live Job is not Complete (``provider/pkg/provider/provider.go``, Diff: the
+    JobChecker's ``Ready``), a running one too. A Job cannot outlive
+    ``activeDeadlineSeconds`` (counted from its start; the controller then fails it,
+    reason DeadlineExceeded, and marks it Failed once its pods have terminated), so a
+    wait longer than deadline + grace period + margin only ever leaves a failed Job behind.
+    """
+    where = "replace_unready=True"
+    if not known(spec) or not isinstance(spec, Mapping):
+        raise PodSpecError(f"{where} needs the Job spec known when the program runs (not an Output)")
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is None or not known(deadline):
+        raise PodSpecError(
+            f"{where} needs spec.activeDeadlineSeconds, a plain number of seconds (not an Output): "
+            "pulumi-kubernetes replaces any Job that is not Complete at a later pulumi up, a still "
+            "running one too; with a deadline, pulumi up waits until the Job has completed or failed, "
+            "so only a failed Job is ever replaced. Set it to the longest the Job may run (e.g. 7200)"
+        )
+    suspend = spec.get("suspend")
+    if suspend is True or not known(suspend):
+        raise PodSpecError(
+            f"{where} with spec.suspend {suspend!r}: a suspended Job is not Complete and its deadline does not "
+            "run, so every pulumi up would replace it; allowed: false or unset"
+        )
+    return int(deadline) + _grace_seconds(spec) + REPLACE_UNREADY_MARGIN_SECONDS
+
+
+def _grace_seconds(spec: Mapping[str, Any]) -> int:
+    template = spec.get("template")
+    pod = template.get("spec") if known(template) and isinstance(template, Mapping) else UNKNOWN
+    grace = pod.get("terminationGracePeriodSeconds") if known(pod) and isinstance(pod, Mapping) else UNKNOWN
+    if grace is None:
+        return DEFAULT_GRACE_SECONDS
+    if not known(grace) or not _whole(grace):
+        raise PodSpecError(
+            "replace_unready=True needs spec.template.spec.terminationGracePeriodSeconds unset or a plain "
+            f"whole number of seconds (not an Output), got {grace!r}: it is part of how long pulumi up waits"
+        )
+    return grace
 
 
 def _check_indexed(spec: Mapping[str, Any]) -> None:

@@ -288,3 +288,12 @@ def test_timeouts_sent_as_inputs_reach_the_job(provider: ComponentProvider) -> N
 def test_replace_unready_reaches_the_job_as_its_annotation(provider: ComponentProvider) -> None:
     run, _ = build(provider, typescript_inputs(replaceUnready=True))
     assert job_of(run)["metadata"]["annotations"] == {"team": "research", "pulumi.com/replaceUnready": "true"}
+    # activeDeadlineSeconds 86400 (a float on the wire) + 30 s grace + 120 s: the Job cannot still run
+    assert run.one(JOB, "finetune").custom_timeouts[:2] == ("1443m", "1443m")
+
+
+def test_replace_unready_without_a_deadline_is_refused(provider: ComponentProvider) -> None:
+    inputs = typescript_inputs(replaceUnready=True)
+    del inputs["spec"]["activeDeadlineSeconds"]
+    with pytest.raises(Exception, match=r"replace_unready=True needs spec.activeDeadlineSeconds"):
+        build(provider, inputs)

@@ -115,37 +115,97 @@ def test_not_waiting_for_completion_adds_skip_await_beside_the_users_annotations
     assert waiting["metadata"] == {**metadata, "name": "train"}
 
 
+def _deadline(seconds: int = 7200, **pod: object) -> dict:
+    return {**job_spec(**pod), "activeDeadlineSeconds": seconds}
+
+
 def test_replace_unready_annotates_the_job_so_a_failed_one_is_replaced(run) -> None:
     metadata = {"name": "train", "annotations": {"team": "ml"}}
-    job = _job(run(lambda: GpuJob("t", spec=job_spec(), metadata=metadata, replace_unready=True)))
+    job = _job(run(lambda: GpuJob("t", spec=_deadline(), metadata=metadata, replace_unready=True)))
     assert job["metadata"] == {"name": "train", "annotations": {"team": "ml", REPLACE_UNREADY: "true"}}
     assert _job(run(lambda: GpuJob("t", spec=job_spec())))["metadata"] == {}  # default: no annotation
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("spec", "kwargs", "waits"),
     [
+        (_deadline(7200), {}, ("123m", "123m")),  # 7200 + 30 s grace + 120 s margin, rounded up
+        (_deadline(1800), {}, ("60m", "60m")),  # the Job budget is longer already
+        (_deadline(3600, terminationGracePeriodSeconds=600), {}, ("72m", "72m")),
+        (_deadline(7200), {"create_timeout": "3h"}, ("3h", "123m")),
+    ],
+)
+def test_with_replace_unready_pulumi_up_waits_until_the_job_cannot_still_be_running(
+    run, spec: dict, kwargs: dict, waits: tuple
+) -> None:
+    # pulumi-kubernetes replaces any live Job that is not Complete (provider.go Diff), a running
+    # one too: the wait must outlast activeDeadlineSeconds, so a later pulumi up finds it
+    # completed or failed (DeadlineExceeded), never running.
+    job = run(lambda: GpuJob("t", spec=spec, replace_unready=True, **kwargs)).one(JOB)
+    assert job.custom_timeouts[:2] == waits
+
+
+@pytest.mark.parametrize(
+    ("spec", "kwargs", "message"),
+    [
+        (job_spec(), {}, r"replace_unready=True needs spec.activeDeadlineSeconds, a plain number"),
         (
-            {"replace_unready": True, "wait_for_completion": False},
-            "replace_unready=True needs wait_for_completion",
+            {**job_spec(), "activeDeadlineSeconds": pulumi.Output.from_input(600)},
+            {},
+            r"replace_unready=True needs spec.activeDeadlineSeconds, a plain number of seconds \(not an Output\)",
         ),
-        ({"replace_unready": "yes"}, "replace_unready must be true or false"),
         (
-            {"replace_unready": True, "metadata": {"annotations": {REPLACE_UNREADY: "false"}}},
+            {**_deadline(), "suspend": True},
+            {},
+            r"replace_unready=True with spec.suspend True: .*allowed: false or unset",
+        ),
+        (
+            _deadline(terminationGracePeriodSeconds=pulumi.Output.from_input(30)),
+            {},
+            r"needs spec.template.spec.terminationGracePeriodSeconds unset or a plain whole number",
+        ),
+        (
+            _deadline(),
+            {"update_timeout": "1h"},
+            r"update_timeout '1h' is shorter than replace_unready=True needs: at least 7350s",
+        ),
+        (_deadline(), {"wait_for_completion": False}, "replace_unready=True needs wait_for_completion"),
+        (_deadline(), {"replace_unready": "yes"}, "replace_unready must be true or false"),
+        (
+            _deadline(),
+            {"metadata": {"annotations": {REPLACE_UNREADY: "false"}}},
             r"is 'false' but replace_unready=True means 'true'",
         ),
     ],
 )
-def test_replace_unready_is_refused_where_it_cannot_work(run, kwargs: dict, message: str) -> None:
+def test_replace_unready_is_refused_where_it_could_replace_a_running_job(
+    run, spec: dict, kwargs: dict, message: str
+) -> None:
     caught: list[str] = []
 
     def program() -> None:
         with pytest.raises(PodSpecError) as raised:
-            GpuJob("t", spec=job_spec(), **kwargs)
+            GpuJob("t", spec=spec, **{"replace_unready": True, **kwargs})
         caught.append(str(raised.value))
 
     assert run(program).resources == []
     assert re.search(message, caught[0]), caught[0]
+
+
+def test_the_annotation_written_by_hand_is_refused_in_favour_of_replace_unready(run) -> None:
+    caught: list[str] = []
+
+    def program() -> None:
+        with pytest.raises(PodSpecError) as raised:
+            GpuJob("t", spec=job_spec(), metadata={"annotations": {REPLACE_UNREADY: "true"}})
+        caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert caught == [
+        "GpuJob('t'): metadata.annotations['pulumi.com/replaceUnready'] 'true': use replace_unready=True "
+        "instead, which also makes sure pulumi-kubernetes can never replace the Job while it still runs; "
+        "allowed here: 'false' or unset"
+    ]
 
 
 def test_the_child_job_is_replaced_on_immutable_fields_and_deleted_first(run) -> None:
