@@ -1,0 +1,118 @@
+"""The built Pulumi CLI, run as a user would, against a file backend under the cache.
+
+No service, no plugin downloads: the CLI, its language hosts and the Kubernetes
+provider come from ``.cache/localcluster/bin`` (``localcluster/build pulumi``),
+found on ``PATH`` as the CLI finds ambient plugins; state lives in
+``.cache/localcluster/state``. ``bin/pulumi`` is the same for a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from localcluster.cluster import BIN, CACHE, ROOT
+
+STATE = CACHE / "state"
+HOME = CACHE / "pulumi-home"
+PYTHON = ROOT / ".venv" / "bin" / "python"
+PASSPHRASE = "local-test-only"  # encrypts the file backend's secrets; nothing here is secret
+
+
+class PulumiError(RuntimeError):
+    """A pulumi command failed; the message holds its output."""
+
+
+def environment() -> dict[str, str]:
+    """The environment every command runs with: offline, file backend, our binaries first."""
+    env = dict(os.environ)
+    env.update(
+        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        PULUMI_HOME=str(HOME),
+        PULUMI_BACKEND_URL=f"file://{STATE}",
+        PULUMI_CONFIG_PASSPHRASE=PASSPHRASE,
+        PULUMI_SKIP_UPDATE_CHECK="1",
+        PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION="true",
+        PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK="1",
+    )
+    # The Python language host the proxy serves (see localcluster/pulumi/README.md) does not
+    # read Pulumi.yaml's virtualenv option: programs, the component package and the policy
+    # pack all run on the project's own .venv, which holds each of their requirements.
+    env["PULUMI_PYTHON_CMD"] = str(PYTHON)
+    return env
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One stack of one project, driven through the CLI."""
+
+    project_dir: Path
+    name: str
+
+    def run(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """``pulumi <args>`` on this stack; on ``timeout`` the CLI and its plugins are killed, never left."""
+        STATE.mkdir(parents=True, exist_ok=True)
+        argv = [str(BIN / "pulumi"), *args, "--stack", self.name, "--non-interactive"]
+        with subprocess.Popen(
+            argv,
+            cwd=self.project_dir,
+            env=environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        ) as proc:
+            try:
+                stdout, stderr = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                stdout, stderr = proc.communicate()
+                message = f"pulumi {' '.join(args)} still running after {timeout:.0f} s:\n{stdout}\n{stderr}"
+                raise PulumiError(message) from None
+        result = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+        if check and result.returncode != 0:
+            raise PulumiError(f"pulumi {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def init(self, secrets: Mapping[str, str] | None = None) -> None:
+        """Create the stack (or reuse it); its config is ``Pulumi.<stack>.yaml``; set ``secrets`` encrypted.
+
+        A lock left by a killed run (the file backend keeps it as a file) is removed: the
+        cache's state belongs to these tests alone, and they run one command at a time.
+        """
+        STATE.mkdir(parents=True, exist_ok=True)
+        project = yaml.safe_load((self.project_dir / "Pulumi.yaml").read_text())["name"]
+        shutil.rmtree(STATE / ".pulumi" / "locks" / "organization" / project / self.name, ignore_errors=True)
+        subprocess.run(
+            [str(BIN / "pulumi"), "stack", "init", self.name, "--non-interactive"],
+            cwd=self.project_dir,
+            env=environment(),
+            capture_output=True,
+            text=True,
+        )
+        for key, value in (secrets or {}).items():
+            self.run("config", "set", "--secret", key, value)
+
+    def up(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.run("up", "--yes", "--skip-preview", *args)
+
+    def preview(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.run("preview", *args, check=check)
+
+    def destroy(self) -> subprocess.CompletedProcess[str]:
+        return self.run("destroy", "--yes", "--skip-preview")
+
+    def outputs(self) -> dict[str, Any]:
+        return json.loads(self.run("stack", "output", "--json", "--show-secrets").stdout)
+
+    def remove(self) -> None:
+        self.run("stack", "rm", "--yes", "--force", "--preserve-config", check=False)
