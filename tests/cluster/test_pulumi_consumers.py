@@ -29,10 +29,7 @@ from localcluster.pulumi_cli import Stack
 
 STACK = "local"
 STAND_IN = local.ROOT / "localcluster" / "platform-stack"
-CONSUMERS = {
-    "python": PLATFORM_ROOT / "stacks" / "inference",
-    "yaml": PLATFORM_ROOT / "stacks" / "inference-yaml",
-}
+CONSUMERS = {"python": PLATFORM_ROOT / "stacks" / "inference"}
 
 
 @pytest.fixture(scope="module")
