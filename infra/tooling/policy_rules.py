@@ -385,8 +385,11 @@ def _exported(resources: Resources) -> tuple[Placement, ...]:
             continue
         try:
             found.append(Placement.from_dict(raw))
-        except PlacementError as error:
-            raise PlacementError(f"the stack's placement output {raw!r}: {error}") from None
+        except PlacementError:
+            # An output of that name that is no contract (a pool name, a string): not a
+            # declaration. Raising here would fail the whole analysis (the SDK's AnalyzeStack
+            # catches only unknown values), so the stack is judged by its other evidence.
+            continue
     return _distinct(found)
 
 

@@ -172,3 +172,9 @@ def test_a_stack_that_declares_no_contract_is_judged_by_the_default_and_pack_con
         Placement("accelerator", "t4g"),
     )
     assert [v for v in check([*components, *placed], links=links) if v.level == "mandatory"] == []
+
+
+def test_a_placement_output_that_is_no_contract_is_no_declaration_and_no_crash() -> None:
+    """Found in review: an output named ``placement`` holding a pool name made every policy raise."""
+    stack = ("pulumi:pulumi:Stack", "consumer", {"placement": "inference"})
+    assert declared_contracts([stack]) == (DEFAULT_PLACEMENT,)
