@@ -111,10 +111,8 @@ def _check_indexed(spec: Mapping[str, Any]) -> None:
     if mode is not None and mode not in COMPLETION_MODES:
         raise PodSpecError(f"spec.completionMode must be one of {', '.join(COMPLETION_MODES)}, got {mode!r}")
     if mode == "Indexed":
-        if spec.get("completions") is None:
-            raise PodSpecError(
-                "spec.completions is required when spec.completionMode is Indexed: it is the number of indexes"
-            )
+        # No completions is fine: the API defaults completions and parallelism to 1
+        # (pkg/apis/batch/v1/defaults.go SetDefaults_Job), as tests/cluster/test_api_refusals shows.
         if spec.get("maxFailedIndexes") is not None and spec.get("backoffLimitPerIndex") is None:
             raise PodSpecError(
                 "spec.maxFailedIndexes needs spec.backoffLimitPerIndex (the API refuses it otherwise): "
@@ -165,6 +163,7 @@ def check_indexed_job_name(name: Any, spec: Any) -> None:
     if not isinstance(name, str) or not isinstance(spec, Mapping) or spec.get("completionMode") != "Indexed":
         return
     completions = spec.get("completions")
+    completions = 1 if completions is None else completions  # the API's default
     if not _whole(completions) or completions <= 0:
         return
     hostname = f"{name}-{completions - 1}"

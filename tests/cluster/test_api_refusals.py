@@ -23,6 +23,9 @@ NAMESPACE = "refusals"
 LABELS = {"app": "train"}
 POD = {"containers": [{"name": "t", "image": "registry.invalid/t:1"}]}
 TEMPLATE = {"metadata": {"labels": LABELS}, "spec": POD}
+# A Job's pods must restart Never or OnFailure: without it every Job case would be refused
+# for that alone, and a wrong refusal of ours would pass as agreement.
+JOB_TEMPLATE = {"metadata": {"labels": LABELS}, "spec": {**POD, "restartPolicy": "Never"}}
 
 
 def _pod_with(**container: Any) -> dict[str, Any]:
@@ -34,7 +37,7 @@ def _gpus(quantity: object) -> dict[str, Any]:
 
 
 def _with_pod(**pod: Any) -> dict[str, Any]:
-    return {"metadata": {"labels": LABELS}, "spec": {**POD, **pod}}
+    return {"metadata": {"labels": LABELS}, "spec": {**POD, "restartPolicy": "Never", **pod}}
 
 
 def _deployment(**spec: Any) -> dict[str, Any]:
@@ -76,28 +79,28 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("Deployment", _deployment(template=_with_pod(restartPolicy="Never"))),
     ("Deployment", _deployment(minReadySeconds=600)),
     ("Deployment", _deployment(replicas=-1)),
-    ("Job", {"manualSelector": True, "template": TEMPLATE}),
-    ("Job", {"manualSelector": True, "selector": {"matchLabels": {"app": "eval"}}, "template": TEMPLATE}),
-    ("Job", {"manualSelector": True, "selector": {"matchLabels": LABELS}, "template": TEMPLATE}),
+    ("Job", {"manualSelector": True, "template": JOB_TEMPLATE}),
+    ("Job", {"manualSelector": True, "selector": {"matchLabels": {"app": "eval"}}, "template": JOB_TEMPLATE}),
+    ("Job", {"manualSelector": True, "selector": {"matchLabels": LABELS}, "template": JOB_TEMPLATE}),
     ("Job", {"template": _with_pod(restartPolicy="Always")}),
     ("Job", {"podFailurePolicy": {"rules": []}, "template": _with_pod(restartPolicy="OnFailure")}),
-    ("Job", {"podFailurePolicy": {"rules": []}, "podReplacementPolicy": "Failed", "template": TEMPLATE}),
+    ("Job", {"podFailurePolicy": {"rules": []}, "podReplacementPolicy": "Failed", "template": JOB_TEMPLATE}),
     (
         "Job",
         {
             "podFailurePolicy": {"rules": []},
             "podReplacementPolicy": "TerminatingOrFailed",
-            "template": TEMPLATE,
+            "template": JOB_TEMPLATE,
         },
     ),
-    ("Job", {"podReplacementPolicy": "TerminatingOrFailed", "template": TEMPLATE}),
-    ("Job", {"podReplacementPolicy": "Always", "template": TEMPLATE}),
-    ("Job", {"completionMode": "Indexed", "template": TEMPLATE}),
-    ("Job", {"completionMode": "indexed", "template": TEMPLATE}),
-    ("Job", {"backoffLimitPerIndex": 1, "template": TEMPLATE}),
-    ("Job", {"selector": {"matchLabels": LABELS}, "template": TEMPLATE}),
-    ("Job", {"manualSelector": False, "selector": {"matchLabels": LABELS}, "template": TEMPLATE}),
-    ("Job", {"completionMode": "Indexed", "completions": 4, "maxFailedIndexes": 1, "template": TEMPLATE}),
+    ("Job", {"podReplacementPolicy": "TerminatingOrFailed", "template": JOB_TEMPLATE}),
+    ("Job", {"podReplacementPolicy": "Always", "template": JOB_TEMPLATE}),
+    ("Job", {"completionMode": "Indexed", "template": JOB_TEMPLATE}),
+    ("Job", {"completionMode": "indexed", "template": JOB_TEMPLATE}),
+    ("Job", {"backoffLimitPerIndex": 1, "template": JOB_TEMPLATE}),
+    ("Job", {"selector": {"matchLabels": LABELS}, "template": JOB_TEMPLATE}),
+    ("Job", {"manualSelector": False, "selector": {"matchLabels": LABELS}, "template": JOB_TEMPLATE}),
+    ("Job", {"completionMode": "Indexed", "completions": 4, "maxFailedIndexes": 1, "template": JOB_TEMPLATE}),
     (
         "Job",
         {
@@ -105,7 +108,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
             "completions": 4,
             "backoffLimitPerIndex": 1,
             "maxFailedIndexes": 5,
-            "template": TEMPLATE,
+            "template": JOB_TEMPLATE,
         },
     ),
     (
@@ -115,12 +118,12 @@ CASES: list[tuple[str, dict[str, Any]]] = [
             "completions": 4,
             "backoffLimitPerIndex": 1,
             "maxFailedIndexes": 4,
-            "template": TEMPLATE,
+            "template": JOB_TEMPLATE,
         },
     ),
-    ("Job", {"activeDeadlineSeconds": -1, "template": TEMPLATE}),
-    ("Job", {"activeDeadlineSeconds": 0, "template": TEMPLATE}),
-    ("Job", {"parallelism": -1, "template": TEMPLATE}),
+    ("Job", {"activeDeadlineSeconds": -1, "template": JOB_TEMPLATE}),
+    ("Job", {"activeDeadlineSeconds": 0, "template": JOB_TEMPLATE}),
+    ("Job", {"parallelism": -1, "template": JOB_TEMPLATE}),
 ]
 
 PLACE: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {

@@ -263,7 +263,6 @@ JOB_TEMPLATE = {
             },
             "spec.podFailurePolicy needs spec.template.spec.restartPolicy Never",
         ),
-        ({"completionMode": "Indexed", "template": JOB_TEMPLATE}, "spec.completions is required"),
         (
             {"completionMode": "indexed", "template": JOB_TEMPLATE},
             "completionMode must be one of NonIndexed, Indexed",
