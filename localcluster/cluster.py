@@ -133,8 +133,10 @@ def _commands(p: Ports) -> dict[str, list[str]]:
 
 
 KWOK_STAGES = (
-    "node/fast/node-initialize.yaml",  # Ready with the capacity we set
-    "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",  # stays Ready (leases, conditions)
+    # Our nodes are registered Ready (localcluster/nodes.py), so these two stages find nothing
+    # to do; what keeps them Ready is kwok's own lease renewal (--node-lease-duration-seconds).
+    "node/fast/node-initialize.yaml",
+    "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
     "pod/fast/pod-ready.yaml",  # a bound pod runs and is Ready
     "pod/fast/pod-complete.yaml",  # a Job's pod succeeds
     "pod/fast/pod-delete.yaml",  # a deleted pod goes away
@@ -208,18 +210,21 @@ def _after(seconds: float) -> Callable[[], bool]:
     return lambda: time.monotonic() >= deadline
 
 
-def _alive(pid: int) -> bool:
+def _start_time(pid: int) -> str | None:
+    """The process's start time (field 22 of /proc/<pid>/stat), None if there is no such live process.
+
+    Recorded at start, it tells our process from another that reuses its pid after a reboot.
+    """
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped) still answers kill(0): read its state.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
     except (OSError, IndexError):
-        return False
+        return None
+    return None if fields[0] == "Z" else fields[19]  # a zombie has exited
+
+
+def _alive(pid: int, started: str | None = None) -> bool:
+    now = _start_time(pid)
+    return now is not None and (started is None or now == started)
 
 
 def _read_state() -> dict | None:
@@ -232,7 +237,8 @@ def _read_state() -> dict | None:
 def status() -> dict[str, bool]:
     """Each started component and whether its process is alive; empty when nothing was started."""
     state = _read_state() or {}
-    return {name: _alive(pid) for name, pid in state.get("pids", {}).items()}
+    started = state.get("started", {})
+    return {name: _alive(pid, started.get(name)) for name, pid in state.get("pids", {}).items()}
 
 
 def _wait(name: str, check: Callable[[], bool], pid: int) -> None:
@@ -274,6 +280,7 @@ def start(log: Callable[[str], None] = print) -> Path:
     ports = Ports(*(free_port() for _ in range(5)))
     KUBECONFIG.write_text(_kubeconfig(ports))
     pids: dict[str, int] = {}
+    started: dict[str, str | None] = {}
     checks = _ready_checks(ports)
     try:
         for name, argv in _commands(ports).items():
@@ -281,7 +288,8 @@ def start(log: Callable[[str], None] = print) -> Path:
             with open(RUN / "logs" / f"{name}.log", "wb") as out:
                 proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             pids[name] = proc.pid
-            STATE.write_text(json.dumps({"pids": pids, "ports": ports.__dict__}))
+            started[name] = _start_time(proc.pid)
+            STATE.write_text(json.dumps({"pids": pids, "started": started, "ports": ports.__dict__}))
             if name in checks:
                 _wait(name, checks[name], proc.pid)
     except BaseException:
@@ -296,16 +304,16 @@ def stop(log: Callable[[str], None] = print) -> None:
     if state is None:
         log("local cluster not running")
         return
-    pids = state.get("pids", {})
-    for name, pid in reversed(list(pids.items())):
-        if _alive(pid):
-            log(f"stopping {name}")
-            _signal(pid, signal.SIGTERM)
+    started = state.get("started", {})
+    ours = {name: pid for name, pid in state.get("pids", {}).items() if _alive(pid, started.get(name))}
+    for name, pid in reversed(list(ours.items())):
+        log(f"stopping {name}")
+        _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + 5  # a throwaway cluster: no need for a long graceful shutdown
-    while any(_alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
+    while any(_alive(pid, started.get(n)) for n, pid in ours.items()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    for pid in pids.values():
-        if _alive(pid):
+    for name, pid in ours.items():
+        if _alive(pid, started.get(name)):
             _signal(pid, signal.SIGKILL)
     STATE.unlink(missing_ok=True)
 

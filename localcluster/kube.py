@@ -99,3 +99,11 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 60, every: fl
 
 def node_ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+def settled(node: Any) -> bool:
+    """Ready, and no ``node.kubernetes.io/*`` taint left: TaintNodesByCondition taints every new
+    node not-ready at admission, and the node lifecycle controller lifts it a moment later."""
+    return node_ready(node) and not any(
+        t.key.startswith("node.kubernetes.io/") for t in node.spec.taints or []
+    )

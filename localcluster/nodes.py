@@ -106,7 +106,11 @@ def mirrored_groups(run: Run, gpu_nodes: int = 1) -> list[MirroredGroup]:
 def node_object(
     name: str, labels: Mapping[str, str], taints: list[dict[str, str]], capacity: Mapping[str, str]
 ) -> dict[str, Any]:
-    """A Node that kwok keeps Ready, registered Ready as a kubelet would (so no not-ready taint)."""
+    """A Node registered Ready with its capacity, as a kubelet would; kwok renews its lease.
+
+    The API server still taints it not-ready at admission (TaintNodesByCondition) and the
+    node lifecycle controller lifts that at once: wait for :func:`localcluster.kube.settled`.
+    """
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now}
     return {

@@ -8,6 +8,7 @@ found on ``PATH`` as the CLI finds ambient plugins; state lives in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -28,13 +29,26 @@ PYTHON = ROOT / ".venv" / "bin" / "python"
 PASSPHRASE = "local-test-only"  # encrypts the file backend's secrets; nothing here is secret
 
 
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process of the CLI's session: its plugins run in process groups of their
+    own (sdk/go/common/resource/plugin: Setpgid), so killing the CLI's group would leave them."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(stat.parent.name), signal.SIGKILL)
+
+
 class PulumiError(RuntimeError):
     """A pulumi command failed; the message holds its output."""
 
 
 def environment() -> dict[str, str]:
     """The environment every command runs with: offline, file backend, our binaries first."""
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "PULUMI_IGNORE_AMBIENT_PLUGINS")}
     env.update(
         PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
         PULUMI_HOME=str(HOME),
@@ -74,7 +88,7 @@ class Stack:
             try:
                 stdout, stderr = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                _kill_session(proc.pid)
                 stdout, stderr = proc.communicate()
                 message = f"pulumi {' '.join(args)} still running after {timeout:.0f} s:\n{stdout}\n{stderr}"
                 raise PulumiError(message) from None

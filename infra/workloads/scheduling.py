@@ -8,6 +8,7 @@ autoscaler checks can show where a pod template would go without a cluster.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,6 +118,20 @@ def untolerated_taints(pod_spec: Mapping[str, Any], node: Node) -> list[Mapping[
     ]
 
 
+_INT64 = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _int64(text: str | None) -> int | None:
+    """A label value as Go's ``strconv.ParseInt(v, 10, 64)`` reads it (labels/selector.go), else None.
+
+    Python's ``int`` would also take ``"1_0"``, spaces and values past int64.
+    """
+    if text is None or not _INT64.match(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
 def match_expression(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     """One NodeSelectorRequirement against a node's labels."""
     key, operator = expression["key"], expression["operator"]
@@ -131,9 +146,8 @@ def match_expression(expression: Mapping[str, Any], labels: Mapping[str, str]) -
     if operator == "DoesNotExist":
         return not present
     if operator in ("Gt", "Lt"):
-        try:
-            node_value, bound = int(labels[key]), int(values[0])
-        except (KeyError, IndexError, ValueError):
+        node_value, bound = _int64(labels.get(key)), _int64(values[0] if values else None)
+        if node_value is None or bound is None:
             return False
         return node_value > bound if operator == "Gt" else node_value < bound
     raise ValueError(f"unknown node selector operator {operator!r}")

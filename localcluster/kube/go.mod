@@ -1,6 +1,6 @@
 // The local control plane: Kubernetes at the dev stack's minor, and etcd.
 // Staging modules are required at v0.0.0 by k8s.io/kubernetes; each is replaced by
-// the release that matches the pinned patch (localcluster/pin-kubernetes regenerates this).
+// the release that matches the pinned patch (go mod edit -replace k8s.io/X=k8s.io/X@v0.35.4 for each).
 module eksgpu.local/localcluster/kube
 
 go 1.25.0

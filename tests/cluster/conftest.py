@@ -34,6 +34,7 @@ def kube() -> Iterator[Kube]:
             [sys.executable, "-m", "localcluster", "start"], cwd=ROOT, capture_output=True, text=True
         )
         if result.returncode != 0:
+            local.stop(lambda _: None)  # whatever did start
             pytest.fail(f"bin/local-cluster start failed:\n{result.stdout}\n{result.stderr}")
     yield Kube(local.KUBECONFIG)
     if started:

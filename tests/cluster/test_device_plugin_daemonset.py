@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from infra.tooling.offline import PLATFORM_ROOT, Run, run_project
 from localcluster import charts
@@ -53,13 +54,21 @@ def test_one_plugin_pod_per_gpu_node_and_none_elsewhere(kube: Kube, platform: Ru
     gpu_nodes = {name for name, n in mirrored.items() if "nvidia.com/gpu" in n["status"]["allocatable"]}
     assert gpu_nodes and len(gpu_nodes) < len(mirrored), "the dev stack mirrors GPU and system nodes"
 
-    def placed() -> set[str] | None:
-        pods = kube.pods(namespace, "app.kubernetes.io/name=nvidia-device-plugin")
-        on = [p.spec.node_name for p in pods if p.spec.node_name in mirrored]
-        return set(on) if len(on) >= len(gpu_nodes) else None
+    apps = client.AppsV1Api(kube.api)
+
+    def rolled_out() -> bool:
+        ds = apps.read_namespaced_daemon_set("nvidia-device-plugin", namespace)
+        status = ds.status
+        return (
+            status.observed_generation == ds.metadata.generation
+            and status.desired_number_scheduled == status.current_number_scheduled == status.number_ready
+            and status.desired_number_scheduled > 0
+        )
 
     try:
-        on = wait_for("the device plugin's pods to be scheduled", placed, timeout=60)
-        assert on == gpu_nodes
+        wait_for("the device plugin DaemonSet to be scheduled and ready", rolled_out, timeout=60)
+        pods = kube.pods(namespace, "app.kubernetes.io/name=nvidia-device-plugin")
+        on = [p.spec.node_name for p in pods if p.spec.node_name in mirrored]
+        assert sorted(on) == sorted(gpu_nodes)  # one per GPU node, none on the system nodes
     finally:
         kube.delete_namespace(namespace)

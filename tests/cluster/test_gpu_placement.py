@@ -64,7 +64,10 @@ def _bound_or_unschedulable(kube: Kube, names: list[str]) -> dict[str, str | Non
 def _pool_of(kube: Kube, node: str | None) -> str | None:
     if node is None:
         return None
-    return kube.core.read_node(node).metadata.labels.get(POOL_LABEL, "system")
+    labels = kube.core.read_node(node).metadata.labels
+    if POOL_LABEL in labels:
+        return labels[POOL_LABEL]
+    return "system" if labels.get("node-role") == "system" else f"unexpected node {node}"
 
 
 def test_four_one_gpu_pods_share_a_time_sliced_node_and_a_fifth_waits(

@@ -106,3 +106,11 @@ def test_a_gpu_pod_tolerates_an_nvidia_taint_through_eks_admission() -> None:
     gpu_pod = {"containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
     assert fits(gpu_pod, node).fits
     assert not fits({"containers": [{"name": "a"}]}, node).fits
+
+
+@pytest.mark.parametrize(
+    ("value", "fits_gt_3"), [("5", True), ("1_0", False), ("99999999999999999999", False), (" 5", False)]
+)
+def test_gt_reads_label_values_as_go_parseint_does(value: str, fits_gt_3: bool) -> None:
+    """Found by review against kube-scheduler: Python's int() took '1_0' and values past int64."""
+    assert match_expression({"key": "tier", "operator": "Gt", "values": ["3"]}, {"tier": value}) is fits_gt_3
