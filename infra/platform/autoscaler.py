@@ -31,6 +31,7 @@ from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.node_pools import AUTOSCALED_TAG, AUTOSCALED_VALUE, TEMPLATE, asg_tags, discovery_tags
 from infra.platform.pool_sizes import UNIQUE_SUFFIX, node_group_name_prefix
 from infra.workloads.placement import GPU_RESOURCE, Placement
+from infra.workloads.quantity import whole_count
 from infra.workloads.scheduling import Node
 
 CHART = "cluster-autoscaler"
@@ -110,7 +111,7 @@ def node_template(name: str, tags: Mapping[str, str], instance_type: str) -> Nod
                 {"key": key.removeprefix(f"{TEMPLATE}/taint/"), "value": taint_value, "effect": effect}
             )
     gpus = ARM_NVIDIA[instance_type].gpus
-    gpus = int(tags.get(f"{TEMPLATE}/resources/{GPU_RESOURCE}", gpus))
+    gpus = whole_count(tags.get(f"{TEMPLATE}/resources/{GPU_RESOURCE}", gpus))
     node = Node.from_node_group(name, labels=labels, instance_type=instance_type, arch="arm64", gpus=gpus)
     return Node(name=node.name, labels=node.labels, taints=tuple(taints), allocatable=node.allocatable)
 

@@ -74,6 +74,7 @@ from infra.tooling.policy_rules import STACK, Links, resource_key
 from infra.tooling.policy_rules import check as check_policies
 from infra.workloads.images import image_check_status
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
+from infra.workloads.quantity import whole_count
 from infra.workloads.scheduling import Node, pods_per_node
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +158,7 @@ def nodes_of(run: Run) -> list[Node]:
                     eks_taints=group.inputs.get("taints") or [],
                     instance_type=instance_type,
                     arch="arm64",
-                    gpus=int(advertised) if advertised else gpus,
+                    gpus=whole_count(advertised) if advertised else gpus,
                 )
             )
     return nodes
@@ -275,7 +276,8 @@ def spot_notes(run: Run) -> list[str]:
             notes.append(
                 f"  {pool} is SPOT: a node can be reclaimed with 2 minutes' notice; EKS drains it and its pods "
                 "go back to Pending and reschedule (a PodDisruptionBudget limits drains, not the reclaim). "
-                "With on-demand pools too, the autoscaler tries spot first and falls back to on-demand."
+                "A pod that names no pool gets the cheapest pool that fits it; spot wins only over "
+                "an on-demand pool of the same price rank (infra/platform/autoscaler.py)."
             )
     return notes
 
