@@ -16,6 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
+from infra.workloads.durations import go_duration_seconds
+
 
 def whole(low: int, high: int) -> Callable[[Any], int]:
     def check(value: Any) -> int:
@@ -99,22 +101,6 @@ def items(item: Callable[[Any], Any], *, min_items: int = 0) -> Callable[[Any], 
     inner = getattr(item, "allowed", "")
     check.allowed = f"list ({min_items}+, no repeats) of {inner}" if inner else "list"  # type: ignore[attr-defined]
     return check
-
-
-# Go's time.ParseDuration, which the autoscaler's duration flags use: a sequence of
-# decimal numbers with units ns, us (µs), ms, s, m, h; "0" alone needs no unit.
-_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
-_GO_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def go_duration_seconds(value: str) -> float | None:
-    """Seconds in a Go duration string, or None if Go would refuse it."""
-    if value == "0":
-        return 0.0
-    body = value.lstrip("+")
-    if not body or not re.fullmatch(rf"(?:{_GO_PART.pattern})+", body):
-        return None
-    return sum(float(number) * _GO_UNITS[unit] for number, unit in _GO_PART.findall(body))
 
 
 def duration(*, positive: bool = False) -> Callable[[Any], str]:

@@ -58,6 +58,7 @@ import pulumi_aws as aws
 from infra.platform.addons import ADDON_VERSIONS
 from infra.platform.gpu_metrics import AlarmSettings, PoolView, alarms, dashboard_body
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
+from infra.workloads.durations import go_duration_seconds
 from infra.workloads.placement import Placement
 
 CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
@@ -221,8 +222,6 @@ def observability(
 
 def settings_from_config(section: Any) -> ObservabilitySettings:
     """Adapter from the validated config section (``PlatformConfig.observability``) to this module's settings."""
-    from infra.platform.config_types import go_duration_seconds
-
     alarms_section = getattr(section, "alarms", None)
     return ObservabilitySettings(
         enabled=section.enabled,

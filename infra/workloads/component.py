@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import pulumi
 
+from infra.workloads.durations import go_duration_seconds
 from infra.workloads.placement import Placement
 from infra.workloads.podspec import as_placement
 from infra.workloads.values import UNKNOWN, PodSpecError
@@ -45,8 +46,6 @@ JOB_TIMEOUT = f"{SCALE_UP_MINUTES + IMAGE_PULL_MINUTES + STARTUP_MINUTES + JOB_R
 """Create and update of a GpuJob: 60m. Longer jobs: set custom_timeouts, or wait_for_completion=False."""
 
 
-_DURATION = re.compile(r"^(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)")
 TIMEOUT_OPERATIONS = ("create", "update", "delete")
 
 
@@ -59,27 +58,13 @@ def check_duration(value: object, setting: str) -> str | None:
     """
     if value is None:
         return None
-    if (
-        not isinstance(value, str)
-        or not _DURATION.match(value)
-        or not any(float(n) > 0 for n in _DURATION_PART.findall(value))
-    ):
+    seconds = go_duration_seconds(value) if isinstance(value, str) and value[:1] != "+" else None
+    if not seconds or seconds <= 0:
         raise PodSpecError(
             f'{setting} must be a positive duration such as "45m", "2h" or "1h30m" '
             f"(units h, m, s, ms, us, ns), got {value!r}"
         )
     return value
-
-
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
-
-
-def duration_seconds(value: str) -> float:
-    """A duration :func:`check_duration` accepted, in seconds: ``"1h30m"`` -> 5400."""
-    return sum(
-        float(number) * _UNIT_SECONDS[unit]
-        for number, unit in re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", value)
-    )
 
 
 def user_timeouts(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.CustomTimeouts | None:

@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 
 from infra.workloads import component, images
 from infra.workloads.deployment import place_deployment_checked
+from infra.workloads.durations import duration_seconds
 from infra.workloads.placement import Placement, PlacementError
 from infra.workloads.podspec import check_gpus
 from infra.workloads.security import check_profile
@@ -87,9 +88,9 @@ class GpuDeployment(pulumi.ComponentResource):
         # (infra.workloads.deployment.PROGRESS_DEADLINE_SECONDS).
         waits = component.child_timeouts(component.DEPLOYMENT_TIMEOUT, timeouts_given)
         deadline = max(
-            int(component.duration_seconds(waits.create or component.DEPLOYMENT_TIMEOUT)),
-            int(component.duration_seconds(waits.update or component.DEPLOYMENT_TIMEOUT)),
-        ) or int(component.duration_seconds(component.DEPLOYMENT_TIMEOUT))  # opts we could not read
+            int(duration_seconds(waits.create or component.DEPLOYMENT_TIMEOUT)),
+            int(duration_seconds(waits.update or component.DEPLOYMENT_TIMEOUT)),
+        ) or int(duration_seconds(component.DEPLOYMENT_TIMEOUT))  # opts we could not read
         eager_spec = self._eager_check(resource_name, args, deadline)
         args = images.check_workload_images(
             f"GpuDeployment({resource_name!r})", args, k8s.apps.v1.DeploymentSpecArgs

@@ -17,6 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.workloads import component, images
+from infra.workloads.durations import duration_seconds
 from infra.workloads.job import check_indexed_job_name, place_job_checked, replace_unready_wait
 from infra.workloads.placement import Placement, PlacementError
 from infra.workloads.podspec import check_gpus
@@ -211,7 +212,7 @@ def _job_timeouts(
         wait = replace_unready_wait(component.wire_or_unknown(args.spec, k8s.batch.v1.JobSpecArgs))
         for operation in ("create", "update"):
             mine = getattr(given, operation, None) if given else None
-            if mine and component.duration_seconds(mine) < wait:
+            if mine and duration_seconds(mine) < wait:
                 raise PodSpecError(
                     f"{operation}_timeout {mine!r} is shorter than replace_unready=True needs: at least {wait}s "
                     "(spec.activeDeadlineSeconds + the pods' grace period + 120 s), or a later pulumi up "
@@ -220,7 +221,7 @@ def _job_timeouts(
     except PodSpecError as error:
         raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
     default = component.JOB_TIMEOUT
-    if wait > component.duration_seconds(default):
+    if wait > duration_seconds(default):
         default = f"{math.ceil(wait / 60)}m"
     return component.child_timeouts(default, given)
 

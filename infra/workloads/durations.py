@@ -1,0 +1,30 @@
+"""Go durations (``time.ParseDuration``): what the engine's ``customTimeouts`` and the autoscaler's flags take.
+
+A sequence of decimal numbers with units ns, us (µs), ms, s, m, h; ``"0"`` alone needs no unit.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION = re.compile(rf"(?:{_PART.pattern})+")
+
+
+def duration_seconds(value: str) -> float:
+    """The seconds of every number-and-unit part of ``value``: ``"1h30m"`` -> 5400."""
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _PART.findall(value))
+
+
+def go_duration_seconds(value: str) -> float | None:
+    """Seconds in a Go duration string, or None if Go would refuse it."""
+    if value == "0":
+        return 0.0
+    body = value.lstrip("+")
+    if not body or not _DURATION.fullmatch(body):
+        return None
+    return duration_seconds(body)
+
+
+__all__ = ["duration_seconds", "go_duration_seconds"]
