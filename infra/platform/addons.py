@@ -18,22 +18,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+VPC_CNI = "vpc-cni"
+KUBE_PROXY = "kube-proxy"
+COREDNS = "coredns"
+POD_IDENTITY_AGENT = "eks-pod-identity-agent"
+CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
+NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
+
 ADDON_VERSIONS: Mapping[str, Mapping[str, str]] = {
     "1.35": {
-        "vpc-cni": "v1.22.4-eksbuild.3",
-        "kube-proxy": "v1.35.3-eksbuild.13",
-        "coredns": "v1.14.3-eksbuild.3",
-        "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
-        "amazon-cloudwatch-observability": "v6.4.0-eksbuild.1",
-        "eks-node-monitoring-agent": "v1.7.0-eksbuild.1",
+        VPC_CNI: "v1.22.4-eksbuild.3",
+        KUBE_PROXY: "v1.35.3-eksbuild.13",
+        COREDNS: "v1.14.3-eksbuild.3",
+        POD_IDENTITY_AGENT: "v1.3.10-eksbuild.3",
+        CLOUDWATCH_ADDON: "v6.4.0-eksbuild.1",
+        NODE_MONITORING_ADDON: "v1.7.0-eksbuild.1",
     },
     "1.36": {
-        "vpc-cni": "v1.22.4-eksbuild.3",
-        "kube-proxy": "v1.36.0-eksbuild.14",
-        "coredns": "v1.14.3-eksbuild.3",
-        "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
-        "amazon-cloudwatch-observability": "v6.4.0-eksbuild.1",
-        "eks-node-monitoring-agent": "v1.7.0-eksbuild.1",
+        VPC_CNI: "v1.22.4-eksbuild.3",
+        KUBE_PROXY: "v1.36.0-eksbuild.14",
+        COREDNS: "v1.14.3-eksbuild.3",
+        POD_IDENTITY_AGENT: "v1.3.10-eksbuild.3",
+        CLOUDWATCH_ADDON: "v6.4.0-eksbuild.1",
+        NODE_MONITORING_ADDON: "v1.7.0-eksbuild.1",
     },
 }
 

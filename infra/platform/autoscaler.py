@@ -28,7 +28,14 @@ import pulumi_kubernetes as k8s
 from infra.platform.config import AutoscalerConfig, GpuPoolConfig
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.platform.instance_types import ARM_NVIDIA
-from infra.platform.node_pools import AUTOSCALED_TAG, AUTOSCALED_VALUE, TEMPLATE, asg_tags, discovery_tags
+from infra.platform.node_pools import (
+    AUTOSCALED_TAG,
+    AUTOSCALED_VALUE,
+    SYSTEM_LABELS,
+    TEMPLATE,
+    asg_tags,
+    discovery_tags,
+)
 from infra.platform.pool_sizes import UNIQUE_SUFFIX, node_group_name_prefix
 from infra.workloads.placement import GPU_RESOURCE, Placement
 from infra.workloads.quantity import whole_count
@@ -185,7 +192,7 @@ def helm_values(
         "fullnameOverride": "cluster-autoscaler",
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         # On the untainted system nodes, never on the GPU nodes it scales away.
-        "nodeSelector": {"node-role": "system"},
+        "nodeSelector": dict(SYSTEM_LABELS),
         "extraArgs": {
             "expander": expander,
             "scale-down-unneeded-time": config.scale_down_unneeded_time,

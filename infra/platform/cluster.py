@@ -117,15 +117,15 @@ def cluster(
         encryption_config_key_arn=key.arn,
         enabled_cluster_log_types=list(LOG_TYPES),
         vpc_cni_options=eks.VpcCniOptionsArgs(
-            addon_version=addons.version("vpc-cni", version),
+            addon_version=addons.version(addons.VPC_CNI, version),
             enable_network_policy=True,
-            resolve_conflicts_on_create=eks.ResolveConflictsOnCreate.OVERWRITE,
-            resolve_conflicts_on_update=eks.ResolveConflictsOnUpdate.OVERWRITE,
+            resolve_conflicts_on_create=eks.ResolveConflictsOnCreate(addons.RESOLVE_CONFLICTS),
+            resolve_conflicts_on_update=eks.ResolveConflictsOnUpdate(addons.RESOLVE_CONFLICTS),
         ),
         kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(
-            version=addons.version("kube-proxy", version),
-            resolve_conflicts_on_create=eks.ResolveConflictsOnCreate.OVERWRITE,
-            resolve_conflicts_on_update=eks.ResolveConflictsOnUpdate.OVERWRITE,
+            version=addons.version(addons.KUBE_PROXY, version),
+            resolve_conflicts_on_create=eks.ResolveConflictsOnCreate(addons.RESOLVE_CONFLICTS),
+            resolve_conflicts_on_update=eks.ResolveConflictsOnUpdate(addons.RESOLVE_CONFLICTS),
         ),
         opts=opts,
     )

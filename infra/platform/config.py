@@ -22,15 +22,14 @@ from pydantic_core import PydanticCustomError
 from infra.platform import config_types as t
 from infra.platform.gpu_metrics import MAX_ALARM_SECONDS
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
-from infra.platform.node_pools import WHOLE_GPUS
-from infra.workloads.placement import POOL_LABEL, GpuPool, Placement, PlacementError
+from infra.platform.node_pools import SYSTEM_LABEL, WHOLE_GPUS
+from infra.workloads.placement import CAPACITY_TYPES, POOL_LABEL, GpuPool, Placement, PlacementError
 
 # EKS standard support (AWS user guide, "kubernetes-versions"): 1.34 ended on
 # 2026-12-02, 1.35 runs to 2027-03-27, 1.36 to about 2027-08. Clusters move one
 # minor at a time, so a 1.34 stack upgrades to 1.35 first.
 SUPPORTED_KUBERNETES_VERSIONS = ("1.35", "1.36")
 DEFAULT_KUBERNETES_VERSION = "1.35"
-CAPACITY_TYPES = ("ON_DEMAND", "SPOT")
 NAT_GATEWAYS = ("Single", "OnePerAz")
 EXPANDERS = ("least-waste", "priority", "random", "most-pods")
 DEVICE_PLUGIN_CHART_VERSION = "0.19.3"
@@ -504,7 +503,7 @@ class PlatformConfig(Section):
             contract = self.contract
         except PlacementError as error:
             raise ValueError(f".placement: {error}") from None
-        taken = {POOL_LABEL: "the pool label", "node-role": "the system group's label"}
+        taken = {POOL_LABEL: "the pool label", SYSTEM_LABEL: "the system group's label"}
         if contract.key in taken:
             raise ValueError(
                 f".placement.key {contract.key!r} collides with {taken[contract.key]}; choose another key"

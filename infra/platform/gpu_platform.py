@@ -24,7 +24,6 @@ from infra.platform.observability import observability, pool_views, settings_fro
 TYPE_TOKEN = "eks-gpu:index:GpuPlatform"
 GPU_AMI_TYPE = "AL2023_ARM_64_NVIDIA"
 SYSTEM_AMI_TYPE = "AL2023_ARM_64_STANDARD"
-SYSTEM_LABELS = {"node-role": "system"}
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -64,7 +63,7 @@ class GpuPlatform(pulumi.ComponentResource):
             kubernetes_version=config.kubernetes_version,
             ami_type=SYSTEM_AMI_TYPE,
             group=config.system_nodes,
-            labels=SYSTEM_LABELS,
+            labels=dict(node_pools.SYSTEM_LABELS),
             opts=after_cluster,
         )
         contract = config.contract
@@ -89,8 +88,8 @@ class GpuPlatform(pulumi.ComponentResource):
                 desired_size=sizes[pool.name],  # never below what the pool runs now
             )
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes])
-        self.pod_identity_agent = self._addon(name, "eks-pod-identity-agent", config, after_nodes)
-        self._addon(name, "coredns", config, after_nodes)
+        self.pod_identity_agent = self._addon(name, addons.POD_IDENTITY_AGENT, config, after_nodes)
+        self._addon(name, addons.COREDNS, config, after_nodes)
 
         self.kubeconfig = pulumi.Output.secret(self.cluster.kubeconfig_json)
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
@@ -136,7 +135,7 @@ class GpuPlatform(pulumi.ComponentResource):
     @staticmethod
     def _addon(name: str, addon: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> aws.eks.Addon:
         """An EKS add-on at the pinned version for the cluster's Kubernetes version."""
-        short = {"eks-pod-identity-agent": "pod-identity"}.get(addon, addon)  # names already in state
+        short = {addons.POD_IDENTITY_AGENT: "pod-identity"}.get(addon, addon)  # names already in state
         return aws.eks.Addon(
             f"{name}-{short}",
             cluster_name=config.cluster_name,

@@ -36,6 +36,9 @@ WHOLE_GPUS = "whole-gpus"
 # group's ASG with k8s.io/cluster-autoscaler/enabled and .../<cluster>, the system group's too).
 AUTOSCALED_TAG = "eks-gpu/autoscaled"
 AUTOSCALED_VALUE = "true"
+# The system node group's label: the autoscaler runs there, and no pool or contract may reuse the key.
+SYSTEM_LABEL = "node-role"
+SYSTEM_LABELS = {SYSTEM_LABEL: "system"}
 
 
 def labels(placement: Placement, pool: GpuPool) -> dict[str, str]:

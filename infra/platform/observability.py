@@ -55,14 +55,12 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from infra.platform.addons import ADDON_VERSIONS
+from infra.platform.addons import ADDON_VERSIONS, CLOUDWATCH_ADDON, NODE_MONITORING_ADDON, RESOLVE_CONFLICTS
 from infra.platform.gpu_metrics import AlarmSettings, PoolView, alarms, dashboard_body
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.workloads.durations import go_duration_seconds
 from infra.workloads.placement import Placement
 
-CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
-NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
 CLOUDWATCH_NAMESPACE = "amazon-cloudwatch"
 CLOUDWATCH_SERVICE_ACCOUNT = "cloudwatch-agent"
 CLOUDWATCH_POLICY_ARN = "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
@@ -171,8 +169,8 @@ def observability(
             cluster_name=cluster_name,
             addon_name=NODE_MONITORING_ADDON,
             addon_version=addon_version(NODE_MONITORING_ADDON, kubernetes_version),
-            resolve_conflicts_on_create="OVERWRITE",
-            resolve_conflicts_on_update="OVERWRITE",
+            resolve_conflicts_on_create=RESOLVE_CONFLICTS,
+            resolve_conflicts_on_update=RESOLVE_CONFLICTS,
             opts=opts,
         )
     if not settings.enabled:
@@ -197,8 +195,8 @@ def observability(
         addon_name=CLOUDWATCH_ADDON,
         addon_version=addon_version(CLOUDWATCH_ADDON, kubernetes_version),
         configuration_values=configuration_json(placement, container_logs=settings.container_logs),
-        resolve_conflicts_on_create="OVERWRITE",
-        resolve_conflicts_on_update="OVERWRITE",
+        resolve_conflicts_on_create=RESOLVE_CONFLICTS,
+        resolve_conflicts_on_update=RESOLVE_CONFLICTS,
         pod_identity_associations=[{"role_arn": role.arn, "service_account": CLOUDWATCH_SERVICE_ACCOUNT}],
         opts=pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(depends_on=[pod_identity_agent, attachment])

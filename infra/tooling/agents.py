@@ -37,7 +37,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from infra.platform.addons import CLOUDWATCH_ADDON, NODE_MONITORING_ADDON
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
+from infra.platform.node_pools import SYSTEM_LABELS
 from infra.tooling import chart_models
 from infra.workloads.placement import POOL_LABEL, Placement
 from infra.workloads.scheduling import Node, fits, gpu_limit, tolerates
@@ -55,8 +57,6 @@ NO_DAEMONSET_CHARTS = frozenset({"cluster-autoscaler"})
 
 GPU, ALL, NONE = "gpu-nodes", "all-nodes", "none"
 # The add-ons infra.platform.observability declares (named here so the policy pack need not import pulumi_aws).
-CLOUDWATCH_ADDON = chart_models.CLOUDWATCH_ADDON
-NODE_MONITORING_ADDON = chart_models.NODE_MONITORING_ADDON
 NOT_KNOWN_YET = "configurationValues not known yet"
 
 
@@ -140,7 +140,7 @@ def contract_groups(placement: Placement) -> list[Group]:
     )
     system = (
         Node.from_node_group(
-            "system/t4g.large", labels={"node-role": "system"}, instance_type="t4g.large", arch="arm64"
+            "system/t4g.large", labels=dict(SYSTEM_LABELS), instance_type="t4g.large", arch="arm64"
         ),
     )
     return [Group("gpu (contract)", True, gpu), Group("system", False, system)]

@@ -14,8 +14,10 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from infra.platform.addons import CLOUDWATCH_ADDON, NODE_MONITORING_ADDON
+from infra.workloads.placement import GPU_RESOURCE
+
 LINUX = {"kubernetes.io/os": "linux"}
-GPU_RESOURCE = "nvidia.com/gpu"
 TOLERATE_ALL = [{"operator": "Exists"}]
 
 
@@ -219,8 +221,6 @@ EKS_MANAGED: dict[str, tuple[dict[str, Any], str]] = {
 # here so the policy pack, which installs without the platform extra (no pydantic), can model the chart.
 DEVICE_PLUGIN_CHART = "nvidia-device-plugin"
 DEVICE_PLUGIN_VERSION = "0.19.3"
-CLOUDWATCH_ADDON = "amazon-cloudwatch-observability"
-NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
 # The chart or add-on versions whose defaults this module was read from: chart versions exactly,
 # EKS add-on versions by prefix (any eksbuild of the same upstream chart). A version outside this
 # table may have moved a default, so its placement is reported unknown until someone re-reads the
