@@ -16,38 +16,8 @@ Consumers need only::
 
 from __future__ import annotations
 
-from infra.workloads import (
-    DEFAULT_PLACEMENT,
-    GPU_RESOURCE,
-    POOL_LABEL,
-    SECURITY_PROFILES,
-    GpuDeployment,
-    GpuDeploymentArgs,
-    GpuJob,
-    GpuJobArgs,
-    GpuPool,
-    Placement,
-    PlacementError,
-    PodSpecError,
-    place_deployment_spec,
-    place_job_spec,
-    place_pod_spec,
-)
+from infra import workloads
+from infra.workloads import *  # noqa: F403  (the export list lives in infra.workloads, once)
 
-__all__ = [
-    "DEFAULT_PLACEMENT",
-    "GPU_RESOURCE",
-    "POOL_LABEL",
-    "SECURITY_PROFILES",
-    "GpuDeployment",
-    "GpuDeploymentArgs",
-    "GpuJob",
-    "GpuJobArgs",
-    "GpuPool",
-    "Placement",
-    "PlacementError",
-    "PodSpecError",
-    "place_deployment_spec",
-    "place_job_spec",
-    "place_pod_spec",
-]
+__all__: list[str] = []
+__all__ += workloads.__all__
