@@ -43,6 +43,7 @@ from infra.workloads.oci import (
     is_loopback,
     parse_reference,
 )
+from infra.workloads.values import UNKNOWN
 from infra.workloads.wire import to_wire
 
 ENV_VAR = "EKS_GPU_IMAGE_CHECK"
@@ -65,14 +66,6 @@ OFF = "off"  # the check is turned off
 
 class ImageArchitectureError(ValueError):
     """An image the GPU nodes cannot run (or, in strict mode, one that could not be checked)."""
-
-
-class _Pending:
-    def __repr__(self) -> str:
-        return "<unknown until the engine resolves it>"
-
-
-_UNKNOWN: Any = _Pending()
 
 
 @dataclass(frozen=True)
@@ -290,15 +283,15 @@ def pod_images(pod_spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """
     found: list[tuple[str, Any]] = []
     for field_name, suffix in (("initContainers", " (init)"), ("containers", "")):
-        containers = pod_spec.get(field_name) if isinstance(pod_spec, Mapping) else _UNKNOWN
+        containers = pod_spec.get(field_name) if isinstance(pod_spec, Mapping) else UNKNOWN
         if containers is None:
             continue
         if not isinstance(containers, list):
-            found.append((f"{field_name}[*]", _UNKNOWN))
+            found.append((f"{field_name}[*]", UNKNOWN))
             continue
         for index, container in enumerate(containers):
             if not isinstance(container, Mapping):
-                found.append((f"{field_name}[{index}]", _UNKNOWN))
+                found.append((f"{field_name}[{index}]", UNKNOWN))
                 continue
             name = container.get("name")
             label = f"{name}{suffix}" if isinstance(name, str) and name else f"{field_name}[{index}]"
@@ -335,12 +328,12 @@ A = TypeVar("A")
 def _template_pod(spec: Any) -> Any:
     """``spec.template.spec`` of a Deployment/Job/StatefulSet spec in Kubernetes form, or unknown."""
     if not isinstance(spec, Mapping):
-        return _UNKNOWN
+        return UNKNOWN
     template = spec.get("template")
     if not isinstance(template, Mapping):
-        return _UNKNOWN if template is not None else {}
+        return UNKNOWN if template is not None else {}
     pod = template.get("spec")
-    return pod if isinstance(pod, Mapping) else (_UNKNOWN if pod is not None else {})
+    return pod if isinstance(pod, Mapping) else (UNKNOWN if pod is not None else {})
 
 
 def _enforce(owner: str, verdicts: list[ImageVerdict], mode: str, reported: set[tuple[str, str]]) -> None:
@@ -381,7 +374,7 @@ def check_workload_images(owner: str, args: A, spec_type: Any) -> A:
     if mode == "off" or not (explicit or real_engine()):
         return args  # offline (mock engine, no engine): nothing could be looked up anyway
     spec = args.spec  # type: ignore[attr-defined]
-    pod = _template_pod(to_wire(spec, spec_type, unknown=_UNKNOWN))
+    pod = _template_pod(to_wire(spec, spec_type, unknown=UNKNOWN))
     verdicts = check_pod_images(pod, default_checker()) if isinstance(pod, Mapping) else []
     reported: set[tuple[str, str]] = set()
     _enforce(owner, verdicts, mode, reported)
@@ -389,7 +382,7 @@ def check_workload_images(owner: str, args: A, spec_type: Any) -> A:
         return args
 
     def _after_resolution(resolved: Any) -> Any:
-        resolved_pod = _template_pod(to_wire(resolved, spec_type, unknown=_UNKNOWN))
+        resolved_pod = _template_pod(to_wire(resolved, spec_type, unknown=UNKNOWN))
         if isinstance(resolved_pod, Mapping):
             _enforce(owner, check_pod_images(resolved_pod, default_checker()), mode, reported)
         return resolved
