@@ -17,17 +17,18 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator
 
 from infra.workloads.durations import go_duration_seconds
+from infra.workloads.values import as_whole
 
 
 def whole(low: int, high: int) -> Callable[[Any], int]:
     def check(value: Any) -> int:
-        if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
-            value = int(value)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)  # JSON numbers from the engine
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ValueError(f"must be a whole number from {low} to {high}, got {value!r}")
-        return value
+        number = int(value) if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()) else value
+        count = as_whole(number)  # JSON numbers from the engine arrive as floats
+        if count is None or not low <= count <= high:
+            raise ValueError(
+                f"must be a whole number from {low} to {high}, got {number if count is None else count!r}"
+            )
+        return count
 
     check.allowed = f"whole number {low}-{high}"  # type: ignore[attr-defined]
     return check

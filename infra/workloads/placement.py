@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.workloads.quantity import QuantityError, whole_count
+from infra.workloads.values import as_whole
 
 GPU_RESOURCE = "nvidia.com/gpu"
 """The extended resource the NVIDIA device plugin advertises on GPU nodes."""
@@ -56,11 +57,12 @@ def whole_number(value: object, setting: str, minimum: int) -> int:
     Stack outputs and the component provider hand numbers over as floats, so
     ``2.0`` means 2; ``2.5``, booleans and strings are refused.
     """
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise PlacementError(f"{setting} must be a whole number >= {minimum}, got {value!r}")
-    return value
+    count = as_whole(value)
+    if count is None or count < minimum:
+        raise PlacementError(
+            f"{setting} must be a whole number >= {minimum}, got {value if count is None else count!r}"
+        )
+    return count
 
 
 def gpu_count(value: object, setting: str, minimum: int) -> int:

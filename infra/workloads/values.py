@@ -33,6 +33,15 @@ def known(value: Any) -> bool:
     return value is not UNKNOWN
 
 
+def as_whole(value: Any) -> int | None:
+    """``value`` as an int if it is one; integral floats (JSON numbers, e.g. ``1.0``) count, booleans do not."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
 def check_spec_fields(spec: Any, kind: str, allowed: Set[str]) -> Mapping[str, Any]:
     """``spec`` if it is a mapping with only ``kind``'s spec fields; a refusal naming the strays otherwise."""
     if not isinstance(spec, Mapping):
