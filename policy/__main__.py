@@ -112,6 +112,16 @@ def _links(resources: list[Any]) -> Links:
     )
 
 
+def _described(spec: RuleSpec) -> dict[str, Any]:
+    """What every policy of the pack says about itself: name, first docstring line, level, config."""
+    return {
+        "name": spec.name,
+        "description": (spec.rule.__doc__ or spec.name).strip().splitlines()[0],
+        "enforcement_level": EnforcementLevel(spec.default_level),
+        "config_schema": CONFIG_SCHEMA,
+    }
+
+
 def _stack_policy(spec: RuleSpec) -> StackValidationPolicy:
     """Sees every resource's outputs: the contract the stack declares, node groups, workloads, agents."""
 
@@ -130,13 +140,7 @@ def _stack_policy(spec: RuleSpec) -> StackValidationPolicy:
             found = by_resource[resource]
             report_violation(f"{found.name} {message}", found.urn)
 
-    return StackValidationPolicy(
-        name=spec.name,
-        description=(spec.rule.__doc__ or spec.name).strip().splitlines()[0],
-        validate=validate,
-        enforcement_level=EnforcementLevel(spec.default_level),
-        config_schema=CONFIG_SCHEMA,
-    )
+    return StackValidationPolicy(validate=validate, **_described(spec))
 
 
 def _policy(spec: RuleSpec) -> ResourceValidationPolicy | StackValidationPolicy:
@@ -150,13 +154,7 @@ def _policy(spec: RuleSpec) -> ResourceValidationPolicy | StackValidationPolicy:
         for message in spec.rule(args.resource_type, args.props, placement):  # type: ignore[call-arg]
             report_violation(f"{args.name} {message}", None)
 
-    return ResourceValidationPolicy(
-        name=spec.name,
-        description=(spec.rule.__doc__ or spec.name).strip().splitlines()[0],
-        validate=validate,
-        enforcement_level=EnforcementLevel(spec.default_level),
-        config_schema=CONFIG_SCHEMA,
-    )
+    return ResourceValidationPolicy(validate=validate, **_described(spec))
 
 
 PolicyPack(name="eks-gpu-guardrails", policies=[_policy(spec) for spec in RULES])
