@@ -29,7 +29,7 @@ VALUES = {
     "eks-gpu/pool": ["inference", "training"],
     "kubernetes.io/arch": ["arm64", "amd64"],
     # Go's ParseInt decides Gt/Lt: "1_0" and values past int64 are no numbers there.
-    "tier": ["1", "5", "10", "1_0", "99999999999999999999", "-3"],
+    "tier": ["1", "5", "10", "1_0", "99999999999999999999"],
 }
 TAINTS = [
     {"key": "GPU", "value": "true", "effect": "NoSchedule"},
