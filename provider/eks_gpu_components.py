@@ -69,8 +69,6 @@ class GpuDeploymentArgs(TypedDict):
     """Declare a PodDisruptionBudget (maxUnavailable 1) when replicas > 1 or not known yet (default true)."""
     rolling_update_defaults: NotRequired[bool]
     """Default to maxSurge 0 / maxUnavailable 1, so an update needs no spare GPU node (default true)."""
-    security_defaults: NotRequired[bool]
-    """Deprecated: use securityProfile. false is securityProfile "none"; it may not contradict securityProfile."""
     check_image_architecture: NotRequired[bool]
     """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
     create_timeout: NotRequired[str]
@@ -100,8 +98,6 @@ class GpuJobArgs(TypedDict):
     """Wait in `pulumi up` until the Job completes (default true); false adds the annotation pulumi.com/skipAwait: "true"."""
     replace_unready: NotRequired[bool]
     """Run a failed Job again: the next `pulumi up` replaces it (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). pulumi-kubernetes replaces any Job that is not Complete, a running one too, so this needs spec.activeDeadlineSeconds (a plain number), no spec.suspend and waitForCompletion true; `pulumi up` then waits at least the deadline + the pods' grace period + 2 minutes (createTimeout/updateTimeout default to that; shorter ones are refused), so the Job has completed or failed when a later `pulumi up` looks at it."""
-    security_defaults: NotRequired[bool]
-    """Deprecated: use securityProfile. false is securityProfile "none"; it may not contradict securityProfile."""
     check_image_architecture: NotRequired[bool]
     """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
     create_timeout: NotRequired[str]

@@ -177,7 +177,6 @@ def place_deployment_spec(
     *,
     pool: str | None = None,
     security_profile: str | None = None,
-    security_defaults: bool | None = None,
     rolling_update_defaults: bool = True,
 ) -> dict[str, Any]:
     """Check that ``spec`` is a Deployment spec and place its pod template on GPU nodes.
@@ -189,7 +188,7 @@ def place_deployment_spec(
 
     if gpus is not None:
         gpus = check_gpus(gpus)
-    profile = security.check_profile(security_profile, security_defaults)
+    profile = security.check_profile(security_profile)
     wire = to_kubernetes_form(spec, DeploymentSpecArgs, "spec", "place_deployment_spec")
     return place_deployment_checked(
         wire,

@@ -50,8 +50,6 @@ class GpuDeploymentArgs:
     """Declare a PodDisruptionBudget (maxUnavailable 1) when replicas > 1 or not known yet."""
     rolling_update_defaults: bool = True
     """Default to maxSurge 0 / maxUnavailable 1 so an update needs no spare GPU node."""
-    security_defaults: bool | None = None
-    """Deprecated: ``False`` is ``security_profile="none"``."""
     check_image_architecture: bool = True
     """Refuse images without a linux/arm64 build before anything is declared (``infra.workloads.images``)."""
     create_timeout: str | None = None
@@ -99,7 +97,7 @@ class GpuDeployment(pulumi.ComponentResource):
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
         child = pulumi.ResourceOptions(parent=self, custom_timeouts=waits)
         gpus = check_gpus(args.gpus) if args.gpus is not None else None
-        profile = check_profile(args.security_profile, args.security_defaults)
+        profile = check_profile(args.security_profile)
 
         spec: pulumi.Input[dict[str, Any]]
         if known(eager_spec) and not has_outputs(args.placement) and not has_outputs(args.spec):
@@ -145,7 +143,7 @@ class GpuDeployment(pulumi.ComponentResource):
         """
         try:
             gpus = check_gpus(args.gpus) if args.gpus is not None else None
-            profile = check_profile(args.security_profile, args.security_defaults)
+            profile = check_profile(args.security_profile)
             component.check_flag(args.pod_disruption_budget, "pod_disruption_budget")
             component.check_flag(args.rolling_update_defaults, "rolling_update_defaults")
             placement, placement_known = component.eager_placement(args.placement)

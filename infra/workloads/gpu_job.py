@@ -81,8 +81,6 @@ class GpuJobArgs:
     interrupted, or one a queue (e.g. Kueue) held suspended. Without it a failed Job
     stays until its spec changes; each ``pulumi up`` waits on it again and reports the failure.
     """
-    security_defaults: bool | None = None
-    """Deprecated: ``False`` is ``security_profile="none"``."""
     check_image_architecture: bool = True
     """Refuse images without a linux/arm64 build before anything is declared (``infra.workloads.images``)."""
     create_timeout: str | None = None
@@ -152,7 +150,7 @@ class GpuJob(pulumi.ComponentResource):
             ),
         )
         gpus = check_gpus(args.gpus) if args.gpus is not None else None
-        profile = check_profile(args.security_profile, args.security_defaults)
+        profile = check_profile(args.security_profile)
 
         spec: pulumi.Input[dict[str, Any]]
         if known(eager_spec) and not has_outputs(args.placement) and not has_outputs(args.spec):
@@ -178,7 +176,7 @@ class GpuJob(pulumi.ComponentResource):
         """
         try:
             gpus = check_gpus(args.gpus) if args.gpus is not None else None
-            profile = check_profile(args.security_profile, args.security_defaults)
+            profile = check_profile(args.security_profile)
             component.check_flag(args.wait_for_completion, "wait_for_completion")
             component.check_flag(args.replace_unready, "replace_unready")
             _refuse_raw_replace_unready(args.metadata, args.replace_unready)

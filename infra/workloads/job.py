@@ -256,7 +256,6 @@ def place_job_spec(
     *,
     pool: str | None = None,
     security_profile: str | None = None,
-    security_defaults: bool | None = None,
 ) -> dict[str, Any]:
     """Check that ``spec`` is a Job spec and place its pod template on GPU nodes.
 
@@ -267,6 +266,6 @@ def place_job_spec(
 
     if gpus is not None:
         gpus = check_gpus(gpus)
-    profile = security.check_profile(security_profile, security_defaults)
+    profile = security.check_profile(security_profile)
     wire = to_kubernetes_form(spec, JobSpecArgs, "spec", "place_job_spec")
     return place_job_checked(wire, as_placement(placement), gpus, pool=pool, profile=profile)

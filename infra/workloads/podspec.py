@@ -328,7 +328,6 @@ def place_pod_spec(
     *,
     pool: str | None = None,
     security_profile: str | None = None,
-    security_defaults: bool | None = None,
     where: str = "spec",
 ) -> dict[str, Any]:
     """Return a copy of ``pod_spec`` that lands on GPU nodes only and asks for its GPUs.
@@ -350,7 +349,7 @@ def place_pod_spec(
 
     if gpus is not None:
         gpus = check_gpus(gpus)
-    profile = security.check_profile(security_profile, security_defaults)
+    profile = security.check_profile(security_profile)
     if not (isinstance(pod_spec, Mapping) or is_args(pod_spec) or output_path(pod_spec) is not None):
         raise PodSpecError(f"{where} must be a pod spec mapping, got {type(pod_spec).__name__}")
     pod = to_kubernetes_form(pod_spec, PodSpecArgs, where, "place_pod_spec")

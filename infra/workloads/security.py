@@ -41,30 +41,12 @@ RESTRICTED_CONTAINER_SECURITY: Mapping[str, Any] = {
 SYS_ADMIN = ("SYS_ADMIN", "CAP_SYS_ADMIN")
 
 
-def check_profile(security_profile: object, security_defaults: object = None) -> str | None:
-    """The profile to apply (``None``: baseline, or restricted when the pod runs as non-root).
-
-    ``security_defaults`` is the older boolean: ``False`` means ``"none"``; it may
-    not contradict an explicit ``security_profile``.
-    """
-    if security_defaults is not None and not isinstance(security_defaults, bool):
-        raise PodSpecError(f"security_defaults must be true or false, got {security_defaults!r}")
+def check_profile(security_profile: object) -> str | None:
+    """The profile to apply (``None``: baseline, or restricted when the pod runs as non-root)."""
     if security_profile is not None and security_profile not in SECURITY_PROFILES:
         raise PodSpecError(
             f"security_profile must be one of {', '.join(map(repr, SECURITY_PROFILES))}, "
             f"got {security_profile!r}"
-        )
-    if security_defaults is False:
-        if security_profile not in (None, "none"):
-            raise PodSpecError(
-                f"security_defaults=False contradicts security_profile={security_profile!r}: "
-                "security_defaults is replaced by security_profile; drop it"
-            )
-        return "none"
-    if security_defaults is True and security_profile == "none":
-        raise PodSpecError(
-            "security_defaults=True contradicts security_profile='none': "
-            "security_defaults is replaced by security_profile; drop it"
         )
     return security_profile  # type: ignore[return-value]
 

@@ -174,20 +174,6 @@ def test_the_opt_outs_are_honoured(provider: ComponentProvider) -> None:
     assert run.of_type("kubernetes:policy/v1:PodDisruptionBudget") == []
 
 
-def test_the_deprecated_security_defaults_still_opts_out(provider: ComponentProvider) -> None:
-    # Stacks written before securityProfile keep working: false is securityProfile "none".
-    run, _ = build(provider, typescript_inputs(securityDefaults=False))
-
-    assert "securityContext" not in pod_of(run)
-
-
-def test_a_security_profile_that_contradicts_security_defaults_is_refused(
-    provider: ComponentProvider,
-) -> None:
-    with pytest.raises(Exception, match="security_defaults=False contradicts security_profile='restricted'"):
-        build(provider, typescript_inputs(securityProfile="restricted", securityDefaults=False))
-
-
 def test_the_restricted_profile_reaches_the_pod(provider: ComponentProvider) -> None:
     run, _ = build(provider, typescript_inputs(securityProfile="restricted"))
 

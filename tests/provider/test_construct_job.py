@@ -229,7 +229,6 @@ def test_the_security_profiles_reach_the_pod(provider: ComponentProvider) -> Non
     baseline, _ = build(provider, typescript_inputs())
     restricted, _ = build(provider, typescript_inputs(securityProfile="restricted"))
     none, _ = build(provider, typescript_inputs(securityProfile="none"))
-    deprecated, _ = build(provider, typescript_inputs(securityDefaults=False))
 
     def pod(run: Run) -> dict[str, Any]:
         return job_of(run)["spec"]["template"]["spec"]
@@ -237,9 +236,8 @@ def test_the_security_profiles_reach_the_pod(provider: ComponentProvider) -> Non
     assert pod(baseline)["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     assert pod(restricted)["securityContext"]["runAsNonRoot"] is True
     assert pod(restricted)["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-    for opted_out in (none, deprecated):
-        assert "securityContext" not in pod(opted_out)
-        assert "securityContext" not in pod(opted_out)["containers"][0]
+    assert "securityContext" not in pod(none)
+    assert "securityContext" not in pod(none)["containers"][0]
 
 
 def test_an_amd64_only_image_is_refused_before_anything_is_declared(

@@ -54,7 +54,6 @@ def test_gpu_deployment_inputs(schema: dict[str, Any]) -> None:
         "securityProfile": PLAIN_STRING,
         "podDisruptionBudget": PLAIN_BOOLEAN,
         "rollingUpdateDefaults": PLAIN_BOOLEAN,
-        "securityDefaults": PLAIN_BOOLEAN,
         "checkImageArchitecture": PLAIN_BOOLEAN,
         "createTimeout": PLAIN_STRING,
         "updateTimeout": PLAIN_STRING,
@@ -76,7 +75,6 @@ def test_gpu_job_inputs(schema: dict[str, Any]) -> None:
         "securityProfile": PLAIN_STRING,
         "waitForCompletion": PLAIN_BOOLEAN,
         "replaceUnready": PLAIN_BOOLEAN,
-        "securityDefaults": PLAIN_BOOLEAN,
         "checkImageArchitecture": PLAIN_BOOLEAN,
         "createTimeout": PLAIN_STRING,
         "updateTimeout": PLAIN_STRING,
@@ -88,13 +86,12 @@ def test_gpu_job_inputs(schema: dict[str, Any]) -> None:
 @pytest.mark.parametrize("token", sorted(SERVED))
 def test_every_input_and_the_component_are_described(schema: dict[str, Any], token: str) -> None:
     # The descriptions are what TypeScript/Go users see in their editor: the profiles
-    # and the deprecation are only there, the schema has no enum or deprecation for them.
+    # are only there, the schema has no enum for them.
     resource = schema["resources"][token]
 
     assert resource["description"]
     assert all(prop.get("description") for prop in resource["inputProperties"].values())
     assert "baseline" in resource["inputProperties"]["securityProfile"]["description"]
-    assert resource["inputProperties"]["securityDefaults"]["description"].startswith("Deprecated")
 
 
 @pytest.mark.parametrize("token", sorted(SERVED))

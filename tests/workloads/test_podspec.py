@@ -117,7 +117,7 @@ def test_refuses_bad_gpu_requests(pod: dict, gpus: object, message: str) -> None
         place_pod_spec(pod, gpus=gpus)  # type: ignore[arg-type]
 
 
-def test_security_defaults_fill_only_what_the_user_left_out() -> None:
+def test_security_profile_defaults_fill_only_what_the_user_left_out() -> None:
     pod = place_pod_spec(
         {
             "securityContext": {"runAsUser": 1000},
@@ -135,11 +135,6 @@ def test_security_defaults_fill_only_what_the_user_left_out() -> None:
         "runAsNonRoot": False,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-
-
-def test_security_defaults_can_be_turned_off() -> None:
-    pod = place_pod_spec({"containers": [{"name": "m"}]}, security_defaults=False)
-    assert "securityContext" not in pod and "securityContext" not in pod["containers"][0]
 
 
 def test_unknown_values_are_skipped_not_guessed() -> None:

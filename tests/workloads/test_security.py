@@ -160,12 +160,6 @@ def test_an_explicit_baseline_stays_baseline_and_none_adds_nothing() -> None:
     assert _security(none) == (None, None, [], [None])
 
 
-def test_security_defaults_false_still_means_no_defaults() -> None:
-    assert place_pod_spec(ROOT_IMAGE, security_defaults=False) == place_pod_spec(
-        ROOT_IMAGE, security_profile="none"
-    )
-
-
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -173,12 +167,6 @@ def test_security_defaults_false_still_means_no_defaults() -> None:
             {"security_profile": "strict"},
             r"security_profile must be one of 'baseline', 'restricted', 'none', got 'strict'",
         ),
-        (
-            {"security_profile": "restricted", "security_defaults": False},
-            "security_defaults=False contradicts",
-        ),
-        ({"security_profile": "none", "security_defaults": True}, "security_defaults=True contradicts"),
-        ({"security_defaults": "no"}, "security_defaults must be true or false"),
     ],
 )
 def test_profile_names_are_checked(kwargs: dict, message: str) -> None:
