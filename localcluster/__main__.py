@@ -31,9 +31,24 @@ def add_nodes(stack: str = "dev") -> int:
     return len(manifests)
 
 
+def status() -> int:
+    running = cluster.status()
+    for name, ok in running.items():
+        print(f"{name}: {'running' if ok else 'NOT running'}")
+    if not running:
+        print("local cluster not running")
+    return 0 if running and all(running.values()) else 1
+
+
 def main(argv: list[str]) -> int:
-    if argv[:1] != ["start"]:
-        return cluster.main(argv)
+    if argv == ["status"]:
+        return status()
+    if argv == ["stop"]:
+        cluster.stop()
+        return 0
+    if argv != ["start"]:
+        print("usage: local-cluster start|stop|status", file=sys.stderr)
+        return 2
     try:
         kubeconfig = cluster.start()
         print(f"registered {add_nodes()} nodes mirroring the dev stack's node groups")

@@ -17,7 +17,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable
@@ -321,27 +320,3 @@ def stop(log: Callable[[str], None] = print) -> None:
 def _signal(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-
-
-def main(argv: list[str]) -> int:
-    commands = {"start": start, "stop": stop}
-    if len(argv) != 1 or argv[0] not in (*commands, "status"):
-        print("usage: local-cluster start|stop|status", file=sys.stderr)
-        return 2
-    if argv[0] == "status":
-        running = status()
-        for name, ok in running.items():
-            print(f"{name}: {'running' if ok else 'NOT running'}")
-        if not running:
-            print("local cluster not running")
-        return 0 if running and all(running.values()) else 1
-    try:
-        commands[argv[0]]()
-    except ClusterError as error:
-        print(f"local-cluster: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -112,38 +112,32 @@ def test_every_pulumi_up_refreshes_first() -> None:
     assert _refresh_always()
 
 
-def test_raising_min_size_of_an_idle_pool_sends_a_size_eks_accepts(
-    dev: Run, live: dict[str, int], tmp_path: Path
+@pytest.mark.parametrize(
+    ("live_size", "min_size", "max_size", "desired_sent"),
+    [
+        # Issue 19: the live desired size 0 went out with minSize 1, which EKS refuses.
+        pytest.param(0, 1, 2, 1, id="raising minSize of an idle pool sends a size EKS accepts"),
+        pytest.param(2, 1, 2, 2, id="raising minSize keeps a larger live size"),
+        pytest.param(2, 0, 4, 2, id="raising maxSize keeps the GPU nodes the autoscaler started"),
+        pytest.param(1, 0, 1, 1, id="lowering maxSize to the nodes running goes through"),
+    ],
+)
+def test_a_resize_sends_the_live_size_within_the_new_bounds(
+    dev: Run,
+    live: dict[str, int],
+    tmp_path: Path,
+    live_size: int,
+    min_size: int,
+    max_size: int,
+    desired_sent: int,
 ) -> None:
-    """Issue 19: the live desired size 0 went out with minSize 1, which EKS refuses."""
-    live.update({INFERENCE: 0, TRAINING: 0})
-    after = dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 1\n      maxSize: 2  # scale from zero"})
-    assert _accepted(_up(dev, after, "inference", live_size=0)) == {
-        "minSize": 1,
-        "maxSize": 2,
-        "desiredSize": 1,
-    }
-
-
-def test_raising_min_size_keeps_a_larger_live_size(dev: Run, live: dict[str, int], tmp_path: Path) -> None:
-    live.update({INFERENCE: 2, TRAINING: 0})
-    after = dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 1\n      maxSize: 2  # scale from zero"})
-    assert _accepted(_up(dev, after, "inference", live_size=2)) == {
-        "minSize": 1,
-        "maxSize": 2,
-        "desiredSize": 2,
-    }
-
-
-def test_raising_max_size_keeps_the_gpu_nodes_the_autoscaler_started(
-    dev: Run, live: dict[str, int], tmp_path: Path
-) -> None:
-    live.update({INFERENCE: 2, TRAINING: 0})
-    after = dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 4  # scale from zero"})
-    assert _accepted(_up(dev, after, "inference", live_size=2)) == {
-        "minSize": 0,
-        "maxSize": 4,
-        "desiredSize": 2,
+    live.update({INFERENCE: live_size, TRAINING: 0})
+    pool = f"      minSize: {min_size}\n      maxSize: {max_size}  # scale from zero"
+    after = dev_variant(tmp_path, {INFERENCE_MAX: pool})
+    assert _accepted(_up(dev, after, "inference", live_size=live_size)) == {
+        "minSize": min_size,
+        "maxSize": max_size,
+        "desiredSize": desired_sent,
     }
 
 
@@ -155,18 +149,6 @@ def test_lowering_max_size_below_the_nodes_running_is_refused_before_anything_is
         ConfigError, match=r"gpuPools\.inference\.maxSize 1 is below the 2 nodes .* allowed: 2 or more"
     ):
         dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 1  # scale from zero"})
-
-
-def test_lowering_max_size_to_the_nodes_running_goes_through(
-    dev: Run, live: dict[str, int], tmp_path: Path
-) -> None:
-    live.update({INFERENCE: 1, TRAINING: 0})
-    after = dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 1  # scale from zero"})
-    assert _accepted(_up(dev, after, "inference", live_size=1)) == {
-        "minSize": 0,
-        "maxSize": 1,
-        "desiredSize": 1,
-    }
 
 
 def test_switching_the_autoscaler_off_keeps_the_running_nodes(
