@@ -1,9 +1,9 @@
-"""The README's configuration reference, generated from the config models so docs and code cannot disagree.
+"""The configuration reference (docs/configuration.md), generated from the config models so docs and code cannot disagree.
 
     python -m infra.platform.config_docs          # print the table
-    python -m infra.platform.config_docs --write  # replace it in README.md
+    python -m infra.platform.config_docs --write  # replace it in docs/configuration.md
 
-``tests/platform/test_config_docs.py`` fails when the README's copy drifts.
+``tests/platform/test_config_docs.py`` fails when the docs' copy drifts.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic.fields import FieldInfo
 
 from infra.platform.config import GpuPoolConfig, PlatformConfig, Section
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONFIGURATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
 # Defaults the stack supplies, and checks made by the contract rather than a field validator.
 DOC_DEFAULTS = {"clusterName": "`<project>-<stack>`"}
@@ -89,7 +89,7 @@ def readme_block(text: str) -> str:
     return text[text.index(START) + len(START) : text.index(END)].strip("\n")
 
 
-def write(path: Path = README) -> None:
+def write(path: Path = CONFIGURATION_DOC) -> None:
     text = path.read_text()
     before, after = text[: text.index(START) + len(START)], text[text.index(END) :]
     path.write_text(f"{before}\n{reference()}\n{after}")

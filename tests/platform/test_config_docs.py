@@ -1,14 +1,14 @@
-"""The README's configuration reference is the one the config models generate."""
+"""The configuration reference in docs/configuration.md is the one the config models generate."""
 
 from __future__ import annotations
 
 from infra.platform.config import PlatformConfig
-from infra.platform.config_docs import README, readme_block, reference
+from infra.platform.config_docs import CONFIGURATION_DOC, readme_block, reference
 
 
-def test_readme_reference_matches_the_models() -> None:
-    assert readme_block(README.read_text()) == reference(), (
-        "README.md's configuration reference is stale: run python -m infra.platform.config_docs --write"
+def test_documented_reference_matches_the_models() -> None:
+    assert readme_block(CONFIGURATION_DOC.read_text()) == reference(), (
+        "docs/configuration.md is stale: run python -m infra.platform.config_docs --write"
     )
 
 
