@@ -134,7 +134,8 @@ def test_configuration_sends_only_the_root_toleration_and_container_logs_switch(
     assert set(pods) == {"cloudwatch-agent", "dcgm-exporter", "neuron-monitor", "fluent-bit"}
     assert all(pod["tolerations"] == [TOLERATION] for pod in pods.values())
     assert configuration_json(CUSTOM) == json.dumps(cloudwatch_configuration(CUSTOM), sort_keys=True)
-    assert configuration_json(DEFAULT_PLACEMENT) in (ROOT / "README.md").read_text()  # the JSON it shows
+    shown = (ROOT / "docs" / "operating-gpu-nodes.md").read_text()
+    assert configuration_json(DEFAULT_PLACEMENT) in shown  # the JSON the docs show
 
 
 def _schema(*, container_logs: bool = True) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Every row of the README's Operations table goes through on a `production: true` stack.
+"""Every row of the Operations table (docs/operations.md) goes through on a `production: true` stack.
 
 Pulumi refuses to delete a protected resource (pulumi/pulumi ``pkg/resource/deploy/step.go``,
 ``DeleteStep.Apply``: ``!s.replacing && s.old.Protect``) and to replace one that stays

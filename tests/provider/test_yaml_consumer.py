@@ -126,11 +126,11 @@ def test_every_component_matches_the_package_schema(schema: dict[str, Any]) -> N
     assert _schema_problems(PROGRAM, schema) == []
 
 
-def test_the_readme_yaml_example_matches_the_package_schema(schema: dict[str, Any]) -> None:
+def test_the_documented_yaml_example_matches_the_package_schema(schema: dict[str, Any]) -> None:
     # Readers copy it: a renamed or dropped input must fail here, not in their `pulumi up`.
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("\n## Use the components from TypeScript, Go or YAML\n")
-    section = readme[start : readme.index("\n## ", start + 1)]
+    guide = (ROOT / "docs" / "components.md").read_text()
+    start = guide.index("\n## Use the components from TypeScript, Go or YAML\n")
+    section = guide[start : guide.index("\n## ", start + 1)]
     (example,) = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
     program = yaml.safe_load(example)
 

@@ -1,4 +1,4 @@
-"""The README's consumer examples run as written: the unit-test recipe, the CronJob and the StatefulSet."""
+"""The component guide's examples (docs/components.md) run as written: the unit-test recipe, the CronJob and the StatefulSet."""
 
 from __future__ import annotations
 
@@ -15,19 +15,19 @@ from infra.workloads.scheduling import placeable_on
 from tests.conftest import KUBERNETES_VERSION, gpu_node, system_node
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+GUIDE = (ROOT / "docs" / "components.md").read_text()
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 
 def _section(heading: str) -> str:
-    start = README.index(f"\n{heading}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end != -1 else len(README)]
+    start = GUIDE.index(f"\n{heading}\n")
+    end = GUIDE.find("\n## ", start + 1)
+    return GUIDE[start : end if end != -1 else len(GUIDE)]
 
 
 def _example(name: str) -> str:
-    blocks = [b for b in BLOCK.findall(README) if b.startswith(f"# README example: {name}\n")]
-    assert len(blocks) == 1, f"README should have one block marked '# README example: {name}'"
+    blocks = [b for b in BLOCK.findall(GUIDE) if b.startswith(f"# docs example: {name}\n")]
+    assert len(blocks) == 1, f"docs/components.md should have one block marked '# docs example: {name}'"
     return blocks[0]
 
 
@@ -75,8 +75,8 @@ def test_the_recipe_really_checks_something(tmp_path: Path) -> None:
         ("StatefulSet", ("spec", "template", "spec")),
     ],
 )
-def test_readme_examples_are_valid_and_land_on_gpu_nodes_only(run, example: str, pod_path: tuple) -> None:
-    result = run(lambda: exec(compile(_example(example), f"README:{example}", "exec"), {}))
+def test_documented_examples_are_valid_and_land_on_gpu_nodes_only(run, example: str, pod_path: tuple) -> None:
+    result = run(lambda: exec(compile(_example(example), f"docs/components.md:{example}", "exec"), {}))
     objects = [r for r in result.resources if is_manifest_type(r.type) and r.custom]
     assert [r.inputs["kind"] for r in objects] == [example]
     for r in objects:
