@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pulumi
-from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime import rpc
+import pulumi.runtime
+
+# set_mocks takes a MockMonitor (its public ``monitor=`` parameter); only the monitor sees
+# parents, providers and options, which MockResourceArgs leaves out.
+from pulumi.runtime.mocks import MockMonitor
 
 
 def computed(resource: str, prop: str) -> str:
@@ -202,7 +207,7 @@ class _Mocks(pulumi.runtime.Mocks):
         return _call(args.token, args.args)
 
 
-class _Monitor(pulumi_mocks.MockMonitor):
+class _Monitor(MockMonitor):
     """The SDK's mock monitor, keeping what it otherwise throws away: parents, providers, protect."""
 
     def __init__(self, mocks: _Mocks) -> None:
@@ -227,7 +232,7 @@ class _Monitor(pulumi_mocks.MockMonitor):
                 custom=bool(request.custom),
                 provider=request.provider,
                 protect=bool(request.protect),
-                inputs=_numbers(rpc.deserialize_properties(request.object)),
+                inputs=_numbers(pulumi.runtime.rpc.deserialize_properties(request.object)),
                 ignore_changes=list(request.ignoreChanges),
                 dependencies=list(request.dependencies),
                 replace_on_changes=list(request.replaceOnChanges),
@@ -261,12 +266,13 @@ def run_program(
     mocks = _Mocks()
     monitor = _Monitor(mocks)
     # A fresh root Stack per run, so one program's exports never show up in the next.
-    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.reset_options(project=project, stack=stack, preview=preview)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
-    pulumi.runtime.set_all_config(
-        {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()},
-        list(secret_keys),  # keys set with --secret, as the engine passes them
-    )
+    # Config as the engine passes it: PULUMI_CONFIG / PULUMI_CONFIG_SECRET_KEYS in the environment,
+    # which the language host also loads into the SDK (pulumi-language-python-exec does both).
+    values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()}
+    env = {"PULUMI_CONFIG": json.dumps(values), "PULUMI_CONFIG_SECRET_KEYS": json.dumps(list(secret_keys))}
+    pulumi.runtime.set_all_config(values, list(secret_keys))
 
     stack_outputs: dict[str, Any] = {}
 
@@ -285,7 +291,8 @@ def run_program(
         program()
         return asyncio.ensure_future(_collect_exports())
 
-    _run()
+    with mock.patch.dict(os.environ, env):
+        _run()
     for registration in monitor.registrations:
         registration.outputs = _numbers(mocks.outputs.get((registration.type, registration.name), {}))
     return Run(resources=monitor.registrations, stack_outputs=_numbers(stack_outputs))

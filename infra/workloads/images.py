@@ -43,6 +43,7 @@ from infra.workloads.oci import (
     is_loopback,
     parse_reference,
 )
+from infra.workloads.sdk import real_engine
 from infra.workloads.values import UNKNOWN
 from infra.workloads.wire import to_wire
 
@@ -142,21 +143,6 @@ def image_check_mode() -> tuple[str, bool]:
     if mode not in MODES:
         raise ImageArchitectureError(f"{where} must be one of {', '.join(MODES)}, got {value!r}")
     return mode, True
-
-
-def real_engine() -> bool:
-    """True only under ``pulumi preview``/``up``: the SDK then holds a gRPC stub to the engine's monitor.
-
-    Under ``pulumi.runtime.set_mocks`` the monitor is a ``MockMonitor``; with no
-    engine it is None. Anything but the real stub counts as offline.
-    """
-    try:
-        from pulumi.runtime import settings
-        from pulumi.runtime.proto import resource_pb2_grpc
-
-        return isinstance(settings.get_monitor(), resource_pb2_grpc.ResourceMonitorStub)
-    except Exception:
-        return False
 
 
 # -- the checker ------------------------------------------------------------------------------------

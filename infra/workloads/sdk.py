@@ -1,19 +1,17 @@
-"""The Pulumi SDK internals this package relies on, in one place, each checked at import.
+"""What this package reads from the Pulumi SDK beyond ``pulumi.Config``, in one place.
 
-The SDK exposes no public API for two things we need: its own input-type naming
-tables (``pulumi._types``, to read typed Args exactly as the serializer does) and
-the whole config map with its secret keys (``pulumi.runtime.config``, to refuse
-misspelled keys and keep secrets secret). ``pulumi`` is capped in pyproject.toml at
-the newest version tested; ``tests/workloads/test_sdk.py`` fails loudly, naming the
-missing name, if a new SDK moves any of them.
+Config goes through ``pulumi.runtime``'s public functions. Two needs have no public
+API, so they read SDK internals, and ``tests/workloads/test_sdk.py`` names whatever a
+new SDK moves: the input-type naming tables (``pulumi._types``, the serializer's own)
+and whether the monitor is the real engine's gRPC stub. See docs/decisions/0030.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pulumi import _types
-from pulumi.runtime import config as _config
+import pulumi.runtime
+from pulumi import _types  # no public API: the Args -> camelCase tables the serializer uses
 
 REQUIRED: dict[Any, tuple[str, ...]] = {
     _types: (
@@ -23,19 +21,7 @@ REQUIRED: dict[Any, tuple[str, ...]] = {
         "input_type_py_to_pulumi_names",
         "input_type_types",
     ),
-    _config: ("CONFIG", "_SECRET_KEYS", "get_config_env", "get_config_secret_keys_env"),
 }
-
-
-def missing() -> list[str]:
-    """Names this module needs that the installed SDK lacks (empty when all is well)."""
-    return [
-        f"{module.__name__}.{name}"
-        for module, names in REQUIRED.items()
-        for name in names
-        if not hasattr(module, name)
-    ]
-
 
 unwrap_type = _types.unwrap_type
 is_input_type = _types.is_input_type
@@ -44,11 +30,37 @@ input_type_py_to_pulumi_names = _types.input_type_py_to_pulumi_names
 input_type_types = _types.input_type_types
 
 
+def missing() -> list[str]:
+    """Internal names this module needs that the installed SDK lacks (empty when all is well)."""
+    absent = [f"{m.__name__}.{n}" for m, names in REQUIRED.items() for n in names if not hasattr(m, n)]
+    try:
+        from pulumi.runtime.proto.resource_pb2_grpc import ResourceMonitorStub  # noqa: F401
+        from pulumi.runtime.settings import get_monitor  # noqa: F401
+    except ImportError as error:
+        absent.append(str(error))
+    return absent
+
+
 def all_config() -> dict[str, Any]:
-    """Every ``namespace:key`` the engine passed, including ones no program reads."""
-    return {**_config.get_config_env(), **_config.CONFIG.get()}
+    """Every ``namespace:key`` the engine passed (``PULUMI_CONFIG``), including ones no program reads."""
+    return pulumi.runtime.get_config_env()
 
 
 def secret_config_keys() -> frozenset[str]:
-    """The ``namespace:key`` names set with ``--secret``."""
-    return frozenset(_config._SECRET_KEYS.get()) | frozenset(_config.get_config_secret_keys_env())
+    """The ``namespace:key`` names set with ``--secret`` (``PULUMI_CONFIG_SECRET_KEYS``)."""
+    return frozenset(pulumi.runtime.get_config_secret_keys_env())
+
+
+def real_engine() -> bool:
+    """True only under ``pulumi preview``/``up``, where the SDK holds a gRPC stub to the engine's monitor.
+
+    No public API says so: under ``set_mocks`` the monitor is a ``MockMonitor``, with
+    no engine None. Anything but the real stub (or an SDK that moved it) is offline.
+    """
+    try:
+        from pulumi.runtime.proto.resource_pb2_grpc import ResourceMonitorStub
+        from pulumi.runtime.settings import get_monitor
+
+        return isinstance(get_monitor(), ResourceMonitorStub)
+    except Exception:
+        return False

@@ -152,7 +152,7 @@ def test_an_output_image_is_checked_when_known_and_gates_the_deployment(
 ) -> None:
     monkeypatch.setenv(images.ENV_VAR, "warn")
     mocks = _RecordingMocks()
-    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.reset_options(preview=False)  # a fresh root Stack
     pulumi.runtime.set_mocks(mocks, preview=False)
     image = pulumi.Output.from_input(_image(registries.open, "ml/no-arm64:v1"))
 

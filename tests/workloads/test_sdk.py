@@ -1,6 +1,10 @@
-"""The SDK internals we read exist in the installed pulumi: a new SDK that moves one fails here, by name."""
+"""The SDK internals we read exist in the installed pulumi; config is read as the engine passes it."""
 
 from __future__ import annotations
+
+import json
+
+import pytest
 
 from infra.workloads import sdk
 
@@ -9,12 +13,17 @@ def test_every_private_sdk_name_we_use_exists() -> None:
     assert sdk.missing() == []
 
 
-def test_the_config_map_and_its_secret_keys_are_read_as_the_engine_set_them() -> None:
-    import pulumi
+def test_the_config_map_and_its_secret_keys_are_read_as_the_engine_passes_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"p:a": "1", "p:b": "2"}))
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["p:b"]))
+    assert sdk.all_config() == {"p:a": "1", "p:b": "2"}
+    assert sdk.secret_config_keys() == {"p:b"}
 
-    pulumi.runtime.set_all_config({"p:a": "1", "p:b": "2"}, ["p:b"])
-    try:
-        assert sdk.all_config() == {"p:a": "1", "p:b": "2"}
-        assert sdk.secret_config_keys() == {"p:b"}
-    finally:
-        pulumi.runtime.set_all_config({}, [])
+
+def test_no_engine_no_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_SECRET_KEYS", raising=False)
+    assert sdk.all_config() == {}
+    assert sdk.secret_config_keys() == frozenset()
