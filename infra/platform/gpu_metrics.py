@@ -1,29 +1,11 @@
-"""GPU dashboard and alarms as plain data: the CloudWatch requests, built from the pools the stack declares.
+"""GPU dashboard and alarms as plain data: the CloudWatch requests, built from the stack's GPU pools.
 
-Pure (no Pulumi): ``dashboard_body`` is the PutDashboard ``DashboardBody`` and
-``alarms`` the PutMetricAlarm arguments (pulumi-aws ``aws.cloudwatch.MetricAlarm``
-keywords), so tests validate both against botocore's CloudWatch model and the
-preview can print them.
-
-Every metric named here is in :data:`METRICS` with the dimension sets it is
-published with and where that is written down:
-
-- Container Insights (namespace ``ContainerInsights``), published by the
-  CloudWatch agent that the ``amazon-cloudwatch-observability`` add-on runs:
-  dimension sets from aws/amazon-cloudwatch-agent
-  ``translator/translate/otel/exporter/awsemf/kubernetes.go``; the GPU names come
-  from dcgm-exporter's ``DCGM_FI_DEV_*`` fields renamed by the agent's
-  ``metricstransformprocessor`` translator (``DCGM_FI_DEV_GPU_UTIL`` ->
-  ``gpu_utilization`` ...), then prefixed ``node_``/``pod_``/``container_``; listed in
-  https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-metrics-enhanced-EKS.html
-- ``AWS/EKS`` ``scheduler_pending_pods_UNSCHEDULABLE``: a control-plane metric EKS
-  vends to CloudWatch itself (dimension ``ClusterName``), no agent involved.
-
-**"Per pool" is not a Container Insights dimension.** Nodes are published by
-``NodeName``/``InstanceId`` and, at GPU-device level, ``InstanceType``; nothing
-carries the ``eks-gpu/pool`` label. A pool's series here is a metrics SEARCH over
-the pool's instance types. Two pools that share an instance type therefore show
-the same series (``pool_overlaps`` names them, the preview prints it).
+Pure (no Pulumi): ``dashboard_body`` is the PutDashboard ``DashboardBody``, ``alarms`` the
+PutMetricAlarm arguments (pulumi-aws keywords); tests validate both against botocore's model.
+Every metric named is in :data:`METRICS` with the dimension sets it is published with.
+Container Insights has no pool dimension, so a pool's series is a SEARCH over its instance
+types (``pool_overlaps`` names pools that share one). Sources and the alarms' rationale:
+docs/decisions/0031-gpu-dashboard-and-alarms.md.
 """
 
 from __future__ import annotations
@@ -100,8 +82,8 @@ class PoolView:
 class AlarmSettings:
     """Thresholds in seconds and the optional SNS topic the alarms notify."""
 
-    gpu_pod_pending_seconds: float
-    node_not_ready_seconds: float
+    gpu_pod_pending_seconds: float = 600
+    node_not_ready_seconds: float = 600
     sns_topic_arn: str | None = None
 
 
@@ -158,92 +140,86 @@ def _expression(expression: str, ident: str, label: str) -> list[dict[str, Any]]
     return [{"expression": expression, "id": ident, "label": label}]
 
 
+def _per_pool(metric: str, cluster: str, pools: Sequence[PoolView]) -> list[list[Any]]:
+    return [
+        _expression(
+            f"AVG({_search(metric, DEVICE_DIMENSIONS, cluster, _any_of('InstanceType', pool.instance_types))})",
+            f"p{index}",
+            f"{pool.name} ({', '.join(pool.instance_types)})",
+        )
+        for index, pool in enumerate(pools)
+    ]
+
+
+def _per_node(metric: str, ident: str, cluster: str) -> list[list[Any]]:
+    return [_expression(_search(metric, NODE_DIMENSIONS, cluster), ident, BY_NODE)]
+
+
+def _cluster_metric(namespace: str, metric: str, cluster: str, label: str) -> list[Any]:
+    return [namespace, metric, "ClusterName", cluster, {"label": label}]
+
+
+def _gpu_nodes(cluster: str, pools: Sequence[PoolView]) -> list[list[Any]]:
+    # Each GPU device of the pool reports one series; (x*0+1) turns each into 1 while it reports.
+    rows = [
+        _expression(
+            f"SUM({_search('node_gpu_utilization', DEVICE_DIMENSIONS, cluster, _any_of('InstanceType', pool.instance_types))}*0+1)/{pool.gpus_per_node}",
+            f"n{index}",
+            f"{pool.name} GPU nodes",
+        )
+        for index, pool in enumerate(pools)
+    ]
+    return [
+        *rows,
+        _cluster_metric(CONTAINER_INSIGHTS, "cluster_node_count", cluster, "all nodes"),
+        _cluster_metric(CONTAINER_INSIGHTS, "cluster_failed_node_count", cluster, "failed nodes"),
+    ]
+
+
+def _pending(cluster: str, namespaces: Sequence[str]) -> list[list[Any]]:
+    rows = [
+        _cluster_metric(EKS_NAMESPACE, "scheduler_pending_pods_UNSCHEDULABLE", cluster, "unschedulable pods")
+    ]
+    if namespaces:
+        # Replicas of a Deployment share a PodName, so the per-minute Maximum of that series is 1
+        # however many of them wait; the Sum counts each replica's datapoint.
+        search = _search(
+            "pod_status_pending",
+            ("ClusterName", "Namespace", "PodName"),
+            cluster,
+            _any_of("Namespace", namespaces),
+            stat="Sum",
+        )
+        rows.append(_expression(f"SUM({search})", "pending", f"pending pods in {', '.join(namespaces)}"))
+    return rows
+
+
 def dashboard_body(
     cluster: str, region: str, pools: Sequence[PoolView], gpu_namespaces: Sequence[str] = ()
 ) -> dict[str, Any]:
     """The GPU dashboard: utilization and memory per pool and per node, GPU nodes per pool, pending pods."""
     percent = {"yAxis": {"left": {"min": 0, "max": 100, "label": "%"}}}
-    per_pool: dict[str, list[list[Any]]] = {"node_gpu_utilization": [], "node_gpu_memory_utilization": []}
-    nodes_per_pool: list[list[Any]] = []
-    for index, pool in enumerate(pools):
-        types = _any_of("InstanceType", pool.instance_types)
-        for metric, rows in per_pool.items():
-            search = _search(metric, DEVICE_DIMENSIONS, cluster, types)
-            rows.append(
-                _expression(f"AVG({search})", f"p{index}", f"{pool.name} ({', '.join(pool.instance_types)})")
-            )
-        # Each GPU device of the pool reports one series; (x*0+1) turns each into 1 while it reports.
-        devices = _search("node_gpu_utilization", DEVICE_DIMENSIONS, cluster, types)
-        nodes_per_pool.append(
-            _expression(f"SUM({devices}*0+1)/{pool.gpus_per_node}", f"n{index}", f"{pool.name} GPU nodes")
-        )
-    nodes_per_pool += [
-        [CONTAINER_INSIGHTS, "cluster_node_count", "ClusterName", cluster, {"label": "all nodes"}],
-        [CONTAINER_INSIGHTS, "cluster_failed_node_count", "ClusterName", cluster, {"label": "failed nodes"}],
+    maximum = {"stat": "Maximum"}
+    panels = [  # two per row, left to right
+        (
+            "GPU utilization per pool (avg over its GPUs)",
+            _per_pool("node_gpu_utilization", cluster, pools),
+            percent,
+        ),
+        (
+            "GPU memory utilization per pool",
+            _per_pool("node_gpu_memory_utilization", cluster, pools),
+            percent,
+        ),
+        ("GPU utilization per node", _per_node("node_gpu_utilization", "u", cluster), percent),
+        ("GPU memory utilization per node", _per_node("node_gpu_memory_utilization", "m", cluster), percent),
+        ("GPU nodes per pool", _gpu_nodes(cluster, pools), maximum),
+        ("Pending pods (unschedulable: waiting for a GPU node)", _pending(cluster, gpu_namespaces), maximum),
     ]
-    pending: list[list[Any]] = [
-        [
-            EKS_NAMESPACE,
-            "scheduler_pending_pods_UNSCHEDULABLE",
-            "ClusterName",
-            cluster,
-            {"label": "unschedulable pods"},
-        ]
-    ]
-    if gpu_namespaces:
-        search = _search(
-            "pod_status_pending",
-            ("ClusterName", "Namespace", "PodName"),
-            cluster,
-            _any_of("Namespace", gpu_namespaces),
-            # Replicas of a Deployment share a PodName, so the per-minute Maximum of that series is 1
-            # however many of them wait; the Sum counts each replica's datapoint.
-            stat="Sum",
-        )
-        pending.append(
-            _expression(f"SUM({search})", "pending", f"pending pods in {', '.join(gpu_namespaces)}")
-        )
     return {
         "widgets": [
-            _widget(
-                "GPU utilization per pool (avg over its GPUs)",
-                per_pool["node_gpu_utilization"],
-                region,
-                y=0,
-                **percent,
-            ),
-            _widget(
-                "GPU memory utilization per pool",
-                per_pool["node_gpu_memory_utilization"],
-                region,
-                y=0,
-                x=12,
-                **percent,
-            ),
-            _widget(
-                "GPU utilization per node",
-                [_expression(_search("node_gpu_utilization", NODE_DIMENSIONS, cluster), "u", BY_NODE)],
-                region,
-                y=6,
-                **percent,
-            ),
-            _widget(
-                "GPU memory utilization per node",
-                [_expression(_search("node_gpu_memory_utilization", NODE_DIMENSIONS, cluster), "m", BY_NODE)],
-                region,
-                y=6,
-                x=12,
-                **percent,
-            ),
-            _widget("GPU nodes per pool", nodes_per_pool, region, y=12, stat="Maximum"),
-            _widget(
-                "Pending pods (unschedulable: waiting for a GPU node)",
-                pending,
-                region,
-                y=12,
-                x=12,
-                stat="Maximum",
-            ),
+            _widget(title, rows, region, x=12 * (index % 2), y=6 * (index // 2), **extra)
+            for index, (title, rows, extra) in enumerate(panels)
         ]
     }
 
@@ -281,36 +257,71 @@ def _metric(namespace: str, metric: str, stat: str, cluster: str) -> dict[str, A
     }
 
 
+def _pending_alarm(cluster: str, minutes: int) -> dict[str, Any]:
+    return {
+        "name": f"{cluster}-gpu-pod-pending",
+        "alarm_description": (
+            f"Pods unschedulable in {cluster} for most of {minutes} min: a GPU scale-up is stuck or "
+            "impossible (pool at maxSize, no capacity, or a pod no pool fits). kubectl get pods -A "
+            "--field-selector=status.phase=Pending; kubectl -n kube-system logs deploy/cluster-autoscaler"
+        ),
+        "namespace": EKS_NAMESPACE,
+        "metric_name": "scheduler_pending_pods_UNSCHEDULABLE",
+        "dimensions": {"ClusterName": cluster},
+        "period": PERIOD_SECONDS,
+        "statistic": "Maximum",
+        "evaluation_periods": minutes,
+        "datapoints_to_alarm": max(1, math.ceil(minutes * PENDING_BREACHING_SHARE)),
+    }
+
+
+def _not_ready_alarm(cluster: str, minutes: int) -> dict[str, Any]:
+    def query(ident: str, label: str, **source: Any) -> dict[str, Any]:  # the alarm reads "notready" only
+        return {"id": ident, "label": label, **source, "return_data": ident == "notready"}
+
+    return {
+        "name": f"{cluster}-node-not-ready",
+        "alarm_description": (
+            f"A node of {cluster} has been not Ready, or had a pressure/NetworkUnavailable condition, "
+            f"for {minutes} min (Container Insights node_status_condition_ready, "
+            "cluster_failed_node_count). EKS node auto-repair replaces GPU nodes after 30 min "
+            "NotReady; kubectl get nodes -L eks-gpu/pool"
+        ),
+        "metric_queries": [
+            query(
+                "failed",
+                "nodes with a pressure or NetworkUnavailable condition",
+                metric=_metric(CONTAINER_INSIGHTS, "cluster_failed_node_count", "Maximum", cluster),
+            ),
+            query(
+                "ready",
+                "lowest node Ready condition (1 Ready, 0 not)",
+                metric=_metric(CONTAINER_INSIGHTS, "node_status_condition_ready", "Minimum", cluster),
+            ),
+            query(
+                "notready",
+                "a node failed or not Ready (1) or not (0)",
+                expression="(FILL(failed, 0) > 0) OR (FILL(ready, 1) < 1)",
+            ),
+        ],
+        "evaluation_periods": minutes,
+        "datapoints_to_alarm": minutes,
+    }
+
+
+# short name -> (the setting its threshold comes from, the AlarmSettings field holding it, builder)
+ALARMS = {
+    "gpu-pod-pending": ("observability.alarms.gpuPodPendingFor", "gpu_pod_pending_seconds", _pending_alarm),
+    "gpu-node-not-ready": (
+        "observability.alarms.nodeNotReadyFor",
+        "node_not_ready_seconds",
+        _not_ready_alarm,
+    ),
+}
+
+
 def alarms(cluster: str, settings: AlarmSettings) -> dict[str, dict[str, Any]]:
-    """PutMetricAlarm arguments (pulumi-aws keywords) by short name.
-
-    ``gpu-pod-pending``: ``AWS/EKS scheduler_pending_pods_UNSCHEDULABLE`` above 0 in
-    8 of every 10 minutes of the threshold (80%, at least one). Chosen over
-    ``pod_status_pending`` because (1) it is the scheduler's own count of pods no node
-    can take, which is exactly a stuck scale-up (kubernetes/autoscaler#8799), while
-    ``pod_status_pending`` also counts pods that have a node and are pulling images;
-    (2) it comes from the control plane, so it still fires when the CloudWatch agent
-    itself is broken; (3) it needs no namespace list. The cost: it counts every
-    unschedulable pod, GPU or not; on this platform the system group is untainted and
-    autoscaled pods are GPU pods, so an unschedulable pod is almost always one waiting
-    for a GPU node. Why 8 of 10 and not every minute: the scheduler moves parked pods
-    out of the unschedulable queue into backoff/active on cluster events and on its
-    periodic flush, then back after the next failed attempt; a minute that caught the
-    pod outside the queue reads 0, and requiring every minute would let that one
-    minute restart the clock. (Summing UNSCHEDULABLE and BACKOFF would also count pods
-    backing off for other reasons, e.g. a failed bind.)
-
-    ``gpu-node-not-ready``: metric math, fires when ``MAX(cluster_failed_node_count) > 0``
-    or ``MIN(node_status_condition_ready) < 1`` (ClusterName level) for the threshold.
-    ``cluster_failed_node_count`` counts only nodes with a pressure condition or
-    NetworkUnavailable (opentelemetry-collector-contrib
-    ``internal/aws/k8s/k8sclient/node.go`` ``failedNodeConditions``), never Ready=False,
-    so Ready comes from ``node_status_condition_ready`` (1 Ready, 0 not), whose minimum
-    over the cluster's nodes drops below 1 while any node is not Ready. ``FILL`` makes a
-    minute where one of the two series is missing count as healthy for that series
-    instead of dropping the minute from the expression. Neither metric has an
-    instance-type or label dimension, so this covers every node, the system group's too.
-    """
+    """PutMetricAlarm arguments (pulumi-aws keywords) by short name; why these: docs/decisions/0031."""
     actions = [settings.sns_topic_arn] if settings.sns_topic_arn else []
     common = {
         "comparison_operator": "GreaterThanThreshold",
@@ -320,57 +331,9 @@ def alarms(cluster: str, settings: AlarmSettings) -> dict[str, dict[str, Any]]:
         "alarm_actions": actions,
         "ok_actions": actions,
     }
-    pending = _periods(settings.gpu_pod_pending_seconds, "observability.alarms.gpuPodPendingFor")
-    not_ready = _periods(settings.node_not_ready_seconds, "observability.alarms.nodeNotReadyFor")
     return {
-        "gpu-pod-pending": {
-            **common,
-            "name": f"{cluster}-gpu-pod-pending",
-            "alarm_description": (
-                f"Pods unschedulable in {cluster} for most of {pending} min: a GPU scale-up is stuck or "
-                "impossible (pool at maxSize, no capacity, or a pod no pool fits). kubectl get pods -A "
-                "--field-selector=status.phase=Pending; kubectl -n kube-system logs deploy/cluster-autoscaler"
-            ),
-            "namespace": EKS_NAMESPACE,
-            "metric_name": "scheduler_pending_pods_UNSCHEDULABLE",
-            "dimensions": {"ClusterName": cluster},
-            "period": PERIOD_SECONDS,
-            "statistic": "Maximum",
-            "evaluation_periods": pending,
-            "datapoints_to_alarm": max(1, math.ceil(pending * PENDING_BREACHING_SHARE)),
-        },
-        "gpu-node-not-ready": {
-            **common,
-            "name": f"{cluster}-node-not-ready",
-            "alarm_description": (
-                f"A node of {cluster} has been not Ready, or had a pressure/NetworkUnavailable condition, "
-                f"for {not_ready} min (Container Insights node_status_condition_ready, "
-                "cluster_failed_node_count). EKS node auto-repair replaces GPU nodes after 30 min "
-                "NotReady; kubectl get nodes -L eks-gpu/pool"
-            ),
-            "metric_queries": [
-                {
-                    "id": "failed",
-                    "label": "nodes with a pressure or NetworkUnavailable condition",
-                    "metric": _metric(CONTAINER_INSIGHTS, "cluster_failed_node_count", "Maximum", cluster),
-                    "return_data": False,
-                },
-                {
-                    "id": "ready",
-                    "label": "lowest node Ready condition (1 Ready, 0 not)",
-                    "metric": _metric(CONTAINER_INSIGHTS, "node_status_condition_ready", "Minimum", cluster),
-                    "return_data": False,
-                },
-                {
-                    "id": "notready",
-                    "label": "a node failed or not Ready (1) or not (0)",
-                    "expression": "(FILL(failed, 0) > 0) OR (FILL(ready, 1) < 1)",
-                    "return_data": True,
-                },
-            ],
-            "evaluation_periods": not_ready,
-            "datapoints_to_alarm": not_ready,
-        },
+        short: {**common, **build(cluster, _periods(getattr(settings, field), setting))}
+        for short, (setting, field, build) in ALARMS.items()
     }
 
 

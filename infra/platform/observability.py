@@ -1,48 +1,16 @@
 """Operate the GPU nodes: GPU metrics from the CloudWatch add-on, node health for repair, dashboard, alarms.
 
-- ``amazon-cloudwatch-observability`` (EKS add-on, chart aws-observability/helm-charts
-  ``charts/amazon-cloudwatch-observability`` 6.4.0): the CloudWatch agent on every node
-  (node metrics), NVIDIA dcgm-exporter on the GPU nodes (GPU metrics; the agent
-  scrapes it and publishes Container Insights ``node_gpu_*``/``pod_gpu_*``). AWS access
-  by EKS Pod Identity for ``amazon-cloudwatch/cloudwatch-agent`` with
-  ``CloudWatchAgentServerPolicy``.
-- ``eks-node-monitoring-agent`` (EKS add-on): reports the node conditions EKS node
-  auto-repair acts on (``KernelReady``, ``NetworkingReady``, ``StorageReady``,
-  ``ContainerRuntimeReady``, ``AcceleratedHardwareReady``). Its chart's ``nodeAgent``
-  tolerates every taint (``tolerations: [{operator: Exists}]``), so it needs no values.
-  On arm64 (g5g) its NVIDIA checks are off: ``monitors/nvidia/monitor.go`` disables
-  DCGM monitoring for arm unless the node runs EKS Auto Mode, and its ``dcgmAgent``
-  DaemonSet requires ``kubernetes.io/arch In [amd64]``. On this platform, only the
-  generic conditions drive repair.
+- ``amazon-cloudwatch-observability`` (EKS add-on): the CloudWatch agent on every node and
+  NVIDIA dcgm-exporter on the GPU nodes (Container Insights ``node_gpu_*``); AWS access by
+  EKS Pod Identity with ``CloudWatchAgentServerPolicy``. Sent values: root ``tolerations``
+  (the contract's, replacing the chart's tolerate-everything) and ``containerLogs.enabled``.
+- ``eks-node-monitoring-agent`` (EKS add-on): the node conditions EKS auto-repair acts on;
+  its chart tolerates every taint, so it needs no values.
 - the dashboard and alarms of :mod:`infra.platform.gpu_metrics`.
 
-Why the configuration values look as they do: the chart's root ``tolerations:
-[{operator: Exists}]`` puts every agent on every tainted node, whatever the taint.
-We replace it with the contract's toleration (``Placement.toleration()``), so the
-agents land on the system group and every GPU pool, and on a node tainted for some
-other purpose only if someone says so. Only two keys are sent: root ``tolerations``
-and ``containerLogs.enabled``. The chart's tolerations helper
-(``templates/_helpers.tpl`` "amazon-cloudwatch-observability.common.tolerations")
-uses a component's own ``tolerations`` only when it is set and falls back to the
-root list otherwise, so the agent, dcgm-exporter and Fluent Bit all get the
-contract's toleration from the root; ``dcgmExporter.enabled`` defaults to true. Every
-key we send is one the add-on's configuration schema must accept (a key outside it
-fails CreateAddon), so fewer keys is less to go wrong; ``bin/check-addon-versions``
-validates the exact JSON against the schema AWS publishes for the pinned version.
-dcgm-exporter keeps the chart's required affinity ``node.kubernetes.io/instance-type
-In [...]`` (it lists g5g.xlarge .. g5g.metal, i.e. only GPU instance types). So "GPU
-nodes only" is proven, not sent: ``infra.tooling.agents`` evaluates the rendered
-placement against the declared node groups and fails if dcgm-exporter misses a GPU
-pool (e.g. a new instance type the chart's list lacks) or lands on a non-GPU group.
-Container logs (Fluent Bit) are off by default: they ship every container's stdout
-to CloudWatch Logs, billed per GB ingested, and model servers log per request; turn
-``containerLogs`` on when you want them. ``configurationValues`` replaces the
-add-on's whole configuration on update, so it is built complete every time, never
-patched.
-
-``python -m infra.platform.observability --print-config 1.35 [--container-logs]``
-prints the configurationValues exactly as declared (contract default placement);
-``--check-config 1.35 --schema FILE`` validates both variants against a JSON schema.
+Why these values, and what the charts do with them: docs/decisions/0032-cloudwatch-addon-values.md.
+``python -m infra.platform.observability --print-config 1.35 [--container-logs]`` prints the
+configurationValues; ``--check-config 1.35 --schema FILE`` validates both variants.
 """
 
 from __future__ import annotations
@@ -65,10 +33,7 @@ CLOUDWATCH_NAMESPACE = "amazon-cloudwatch"
 CLOUDWATCH_SERVICE_ACCOUNT = "cloudwatch-agent"
 CLOUDWATCH_POLICY_ARN = "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
 
-# Pinned per Kubernetes minor in infra.platform.addons (one table for every add-on), NOT verified
-# against the EKS API from here: v6.4.0-eksbuild.1 is what chart 6.4.0 (2026-08-06) suggests,
-# v1.7.0-eksbuild.1 the node agent chart 1.7.0's image tag. bin/check-addon-versions asks AWS
-# (aws eks describe-addon-versions --addon-name amazon-cloudwatch-observability --kubernetes-version 1.35).
+# Add-on versions: infra.platform.addons (bin/check-addon-versions asks AWS which exist).
 
 
 class ObservabilityError(ValueError):
@@ -76,16 +41,13 @@ class ObservabilityError(ValueError):
 
 
 @dataclass(frozen=True)
-class ObservabilitySettings:
+class ObservabilitySettings(AlarmSettings):
     """The ``observability`` config section, as this module reads it (config.py validates it)."""
 
     enabled: bool = True
     container_logs: bool = False
     node_monitoring_agent: bool = True
     gpu_namespaces: tuple[str, ...] = ()
-    sns_topic_arn: str | None = None
-    gpu_pod_pending_seconds: float = 600
-    node_not_ready_seconds: float = 600
 
 
 def addon_version(addon: str, kubernetes_version: str) -> str:
@@ -100,13 +62,7 @@ def addon_version(addon: str, kubernetes_version: str) -> str:
 
 
 def cloudwatch_configuration(placement: Placement, *, container_logs: bool = False) -> dict[str, Any]:
-    """The add-on's configurationValues: every agent tolerates the contract's taint, and only that.
-
-    Root ``tolerations`` replaces the chart's ``[{operator: Exists}]`` for every
-    component that sets none of its own (the agent, dcgm-exporter, Fluent Bit: the
-    chart's helper falls back to the root list), so it is the only toleration key
-    sent; every extra key is one more the add-on's schema could refuse.
-    """
+    """The add-on's configurationValues: every agent tolerates the contract's taint, and only that."""
     return {"tolerations": [placement.toleration()], "containerLogs": {"enabled": container_logs}}
 
 
@@ -116,11 +72,7 @@ def configuration_json(placement: Placement, *, container_logs: bool = False) ->
 
 
 def configuration_errors(schema: Mapping[str, Any], configuration: str) -> list[str]:
-    """Why the add-on's configuration schema would refuse ``configuration`` (JSON text); empty if it accepts it.
-
-    Uses the ``jsonschema`` package (installed with kubernetes-validate), with the
-    draft the schema names in ``$schema``.
-    """
+    """Why the add-on's schema (its ``$schema`` draft) would refuse ``configuration`` (JSON text); empty if none."""
     try:
         import jsonschema
     except ImportError as missing:  # pragma: no cover - a dev environment without it
@@ -144,6 +96,26 @@ class Observability:
     alarms: dict[str, aws.cloudwatch.MetricAlarm] = field(default_factory=dict)
 
 
+def _addon(
+    name: str,
+    addon: str,
+    cluster_name: str,
+    kubernetes_version: str,
+    opts: pulumi.ResourceOptions,
+    **extra: Any,
+) -> aws.eks.Addon:
+    return aws.eks.Addon(
+        name,
+        cluster_name=cluster_name,
+        addon_name=addon,
+        addon_version=addon_version(addon, kubernetes_version),
+        **extra,
+        resolve_conflicts_on_create=RESOLVE_CONFLICTS,
+        resolve_conflicts_on_update=RESOLVE_CONFLICTS,
+        opts=opts,
+    )
+
+
 def observability(
     name: str,
     settings: ObservabilitySettings,
@@ -158,20 +130,13 @@ def observability(
 ) -> Observability:
     """Declare the add-ons, the agent's IAM role, the dashboard and the alarms.
 
-    ``pod_identity_agent`` is the platform's ``eks-pod-identity-agent`` add-on: the
-    CloudWatch agent's pods must start after it, or they run without credentials
-    (Pod Identity injects them at pod creation).
+    The CloudWatch agent's pods start after ``pod_identity_agent`` (the platform's
+    ``eks-pod-identity-agent`` add-on), or they run without credentials.
     """
     declared = Observability()
     if settings.node_monitoring_agent:
-        declared.node_monitoring_addon = aws.eks.Addon(
-            f"{name}-node-monitoring",
-            cluster_name=cluster_name,
-            addon_name=NODE_MONITORING_ADDON,
-            addon_version=addon_version(NODE_MONITORING_ADDON, kubernetes_version),
-            resolve_conflicts_on_create=RESOLVE_CONFLICTS,
-            resolve_conflicts_on_update=RESOLVE_CONFLICTS,
-            opts=opts,
+        declared.node_monitoring_addon = _addon(
+            f"{name}-node-monitoring", NODE_MONITORING_ADDON, cluster_name, kubernetes_version, opts
         )
     if not settings.enabled:
         return declared
@@ -189,18 +154,16 @@ def observability(
         policy_arn=CLOUDWATCH_POLICY_ARN,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=role)),
     )
-    declared.cloudwatch_addon = aws.eks.Addon(
+    declared.cloudwatch_addon = _addon(
         f"{name}-cloudwatch",
-        cluster_name=cluster_name,
-        addon_name=CLOUDWATCH_ADDON,
-        addon_version=addon_version(CLOUDWATCH_ADDON, kubernetes_version),
-        configuration_values=configuration_json(placement, container_logs=settings.container_logs),
-        resolve_conflicts_on_create=RESOLVE_CONFLICTS,
-        resolve_conflicts_on_update=RESOLVE_CONFLICTS,
-        pod_identity_associations=[{"role_arn": role.arn, "service_account": CLOUDWATCH_SERVICE_ACCOUNT}],
-        opts=pulumi.ResourceOptions.merge(
+        CLOUDWATCH_ADDON,
+        cluster_name,
+        kubernetes_version,
+        pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(depends_on=[pod_identity_agent, attachment])
         ),
+        configuration_values=configuration_json(placement, container_logs=settings.container_logs),
+        pod_identity_associations=[{"role_arn": role.arn, "service_account": CLOUDWATCH_SERVICE_ACCOUNT}],
     )
     declared.dashboard = aws.cloudwatch.Dashboard(
         f"{name}-dashboard",
@@ -208,12 +171,7 @@ def observability(
         dashboard_body=json.dumps(dashboard_body(cluster_name, region, pools, settings.gpu_namespaces)),
         opts=opts,
     )
-    alarm_settings = AlarmSettings(
-        gpu_pod_pending_seconds=settings.gpu_pod_pending_seconds,
-        node_not_ready_seconds=settings.node_not_ready_seconds,
-        sns_topic_arn=settings.sns_topic_arn,
-    )
-    for short, args in alarms(cluster_name, alarm_settings).items():
+    for short, args in alarms(cluster_name, settings).items():
         declared.alarms[short] = aws.cloudwatch.MetricAlarm(f"{name}-{short}", **args, opts=opts)
     return declared
 
