@@ -13,6 +13,9 @@ What the analyzer (pulumi 3.272.0) dictates here:
   crash the analyzer), and must not subclass ``infra.workloads.GpuDeployment``,
   whose annotations are strings (the analyzer walks the whole MRO);
 - unions other than ``Optional`` are refused, so no ``Args | Mapping``;
+- a property's description is read from the analyzed class's own source only, so an
+  inherited field would lose it: each Args lists every input, in the order of its
+  dataclass (the shared ``GpuWorkloadArgs`` fields first; decision 0015);
 - another package's *types* (``k8s.apps.v1.DeploymentSpecArgs``) become empty local
   object types, which would drop every field: Kubernetes objects are taken as
   ``dict[str, Any]`` (``type: object`` of ``pulumi.json#/Any``) and passed on whole;
@@ -51,7 +54,7 @@ JsonObject = pulumi.Input[dict[str, pulumi.Input[Any]]]
 
 
 class GpuDeploymentArgs(TypedDict):
-    """Inputs of ``eks-gpu:index:GpuDeployment``; mirrors ``infra.workloads.GpuDeploymentArgs`` field by field."""
+    """Inputs of ``eks-gpu:index:GpuDeployment``: ``infra.workloads.GpuDeploymentArgs`` field by field."""
 
     spec: JsonObject
     """The Deployment spec, as for kubernetes:apps/v1:Deployment (camelCase, as in YAML). The GPU nodeSelector, toleration and nvidia.com/gpu limits are merged in; every field of yours is kept."""
@@ -65,10 +68,6 @@ class GpuDeploymentArgs(TypedDict):
     """Run only on this GPU pool (nodeSelector eks-gpu/pool); it must be one of the pools the placement exports, and the pool must fit the pod's GPUs."""
     security_profile: NotRequired[str]
     """securityContext defaults, your values always winning: "baseline" (default; "restricted" when the spec already runs as non-root), "restricted" or "none"."""
-    pod_disruption_budget: NotRequired[bool]
-    """Declare a PodDisruptionBudget (maxUnavailable 1) when replicas > 1 or not known yet (default true)."""
-    rolling_update_defaults: NotRequired[bool]
-    """Default to maxSurge 0 / maxUnavailable 1, so an update needs no spare GPU node (default true)."""
     check_image_architecture: NotRequired[bool]
     """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
     create_timeout: NotRequired[str]
@@ -77,10 +76,14 @@ class GpuDeploymentArgs(TypedDict):
     """How long `pulumi up` waits for the rollout on update, as a duration (default 30m)."""
     delete_timeout: NotRequired[str]
     """How long `pulumi destroy` waits for the deletion, as a duration (default pulumi-kubernetes' own)."""
+    pod_disruption_budget: NotRequired[bool]
+    """Declare a PodDisruptionBudget (maxUnavailable 1) when replicas > 1 or not known yet (default true)."""
+    rolling_update_defaults: NotRequired[bool]
+    """Default to maxSurge 0 / maxUnavailable 1, so an update needs no spare GPU node (default true)."""
 
 
 class GpuJobArgs(TypedDict):
-    """Inputs of ``eks-gpu:index:GpuJob``; mirrors ``infra.workloads.GpuJobArgs`` field by field."""
+    """Inputs of ``eks-gpu:index:GpuJob``: ``infra.workloads.GpuJobArgs`` field by field."""
 
     spec: JsonObject
     """The Job spec, as for kubernetes:batch/v1:Job (camelCase, as in YAML). The GPU nodeSelector, toleration and nvidia.com/gpu limits are merged in, restartPolicy defaults to Never; every field of yours is kept."""
@@ -94,10 +97,6 @@ class GpuJobArgs(TypedDict):
     """Run only on this GPU pool (nodeSelector eks-gpu/pool); it must be one of the pools the placement exports, and the pool must fit the pod's GPUs."""
     security_profile: NotRequired[str]
     """securityContext defaults, your values always winning: "baseline" (default; "restricted" when the spec already runs as non-root), "restricted" or "none"."""
-    wait_for_completion: NotRequired[bool]
-    """Wait in `pulumi up` until the Job completes (default true); false adds the annotation pulumi.com/skipAwait: "true"."""
-    replace_unready: NotRequired[bool]
-    """Run a failed Job again: the next `pulumi up` replaces it (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). pulumi-kubernetes replaces any Job that is not Complete, a running one too, so this needs spec.activeDeadlineSeconds (a plain number), no spec.suspend and waitForCompletion true; `pulumi up` then waits at least the deadline + the pods' grace period + 2 minutes (createTimeout/updateTimeout default to that; shorter ones are refused), so the Job has completed or failed when a later `pulumi up` looks at it."""
     check_image_architecture: NotRequired[bool]
     """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
     create_timeout: NotRequired[str]
@@ -106,6 +105,10 @@ class GpuJobArgs(TypedDict):
     """How long `pulumi up` waits for a replaced Job to complete, as a duration (default 60m)."""
     delete_timeout: NotRequired[str]
     """How long `pulumi destroy` waits for the deletion, as a duration (default pulumi-kubernetes' own)."""
+    wait_for_completion: NotRequired[bool]
+    """Wait in `pulumi up` until the Job completes (default true); false adds the annotation pulumi.com/skipAwait: "true"."""
+    replace_unready: NotRequired[bool]
+    """Run a failed Job again: the next `pulumi up` replaces it (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). pulumi-kubernetes replaces any Job that is not Complete, a running one too, so this needs spec.activeDeadlineSeconds (a plain number), no spec.suspend and waitForCompletion true; `pulumi up` then waits at least the deadline + the pods' grace period + 2 minutes (createTimeout/updateTimeout default to that; shorter ones are refused), so the Job has completed or failed when a later `pulumi up` looks at it."""
 
 
 def _whole_numbers(value: Any) -> Any:
@@ -136,63 +139,53 @@ def _args(args: Mapping[str, Any]) -> dict[str, Any]:
     return {key: _whole_numbers(value) for key, value in args.items()}
 
 
-class GpuDeployment(pulumi.ComponentResource):
+class _Served(pulumi.ComponentResource):
+    """A served component: its subclass is the schema; constructing it builds the real one in infra.workloads.
+
+    ``infra.workloads.GpuDeployment`` already registers as ``eks-gpu:index:GpuDeployment``:
+    wrapping it would put a GpuDeployment inside a GpuDeployment in every stack. The
+    SDK's provider calls the served class with the inputs mapped to the snake_case keys
+    of its Args and reads ``name``/``namespace`` from what it gets back, which the real
+    component has. Only private annotations here: the analyzer reads this class too, for
+    outputs, and skips names that start with an underscore.
+    """
+
+    _real: Any
+    """The component and args class of :mod:`infra.workloads` this one serves."""
+
+    def __new__(
+        cls, resource_name: str, args: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None
+    ) -> Any:
+        component, component_args = cls._real
+        return component(resource_name, component_args(**_args(args)), opts)
+
+
+class GpuDeployment(_Served):
     """A Kubernetes Deployment whose pods land on the platform's GPU nodes and only there: nodeSelector, toleration and nvidia.com/gpu limits always set."""
 
+    _real = (gpu_deployment.GpuDeployment, gpu_deployment.GpuDeploymentArgs)
     name: pulumi.Output[str]
     """The Deployment's name (metadata.name, auto-named from the resource name if not given)."""
     namespace: pulumi.Output[str]
     """The Deployment's namespace."""
 
-    def __new__(
-        cls,
-        resource_name: str,
-        args: GpuDeploymentArgs,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> Any:
-        """Build the real component; this class is its schema, not a second layer.
-
-        ``infra.workloads.GpuDeployment`` already registers as
-        ``eks-gpu:index:GpuDeployment``: wrapping it would put a GpuDeployment inside
-        a GpuDeployment in every stack. The SDK's provider calls this class with the
-        inputs mapped to the snake_case keys above and reads ``name``/``namespace``
-        from what it gets back, which the real component has.
-        """
-        return gpu_deployment.GpuDeployment(
-            resource_name, gpu_deployment.GpuDeploymentArgs(**_args(args)), opts
-        )
-
     def __init__(
-        self,
-        resource_name: str,
-        args: GpuDeploymentArgs,
-        opts: pulumi.ResourceOptions | None = None,
+        self, resource_name: str, args: GpuDeploymentArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         """Never runs (``__new__`` returns another class); its ``args`` annotation is the analyzer's entry point."""
 
 
-class GpuJob(pulumi.ComponentResource):
+class GpuJob(_Served):
     """A Kubernetes Job (training, batch inference) whose pods land on the platform's GPU nodes and only there: nodeSelector, toleration and nvidia.com/gpu limits always set."""
 
+    _real = (gpu_job.GpuJob, gpu_job.GpuJobArgs)
     name: pulumi.Output[str]
     """The Job's name (metadata.name, auto-named from the resource name if not given)."""
     namespace: pulumi.Output[str]
     """The Job's namespace."""
 
-    def __new__(
-        cls,
-        resource_name: str,
-        args: GpuJobArgs,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> Any:
-        """Build the real component, ``infra.workloads.GpuJob`` (``eks-gpu:index:GpuJob``), as for GpuDeployment."""
-        return gpu_job.GpuJob(resource_name, gpu_job.GpuJobArgs(**_args(args)), opts)
-
     def __init__(
-        self,
-        resource_name: str,
-        args: GpuJobArgs,
-        opts: pulumi.ResourceOptions | None = None,
+        self, resource_name: str, args: GpuJobArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         """Never runs (``__new__`` returns another class); its ``args`` annotation is the analyzer's entry point."""
 

@@ -1,4 +1,4 @@
-"""What ``GpuDeployment`` and ``GpuJob`` share: reading their args, the placement, timeouts, outputs.
+"""What ``GpuDeployment`` and ``GpuJob`` share: their common args, reading them, the placement, timeouts, outputs.
 
 Kept apart from the pure merge: this is the Pulumi plumbing around it, and the same
 for every GPU component, so both behave alike for Python users and for other
@@ -8,20 +8,56 @@ dict with camelCase keys and numbers as floats).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 import pulumi
+from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
 
 from infra.workloads.durations import go_duration_seconds
-from infra.workloads.placement import Placement
-from infra.workloads.podspec import as_placement
-from infra.workloads.values import UNKNOWN, PodSpecError
-from infra.workloads.wire import has_outputs, to_wire
+from infra.workloads.placement import Placement, PlacementError
+from infra.workloads.podspec import as_placement, check_gpus
+from infra.workloads.security import check_profile
+from infra.workloads.values import UNKNOWN, PodSpecError, known
+from infra.workloads.wire import WireError, has_outputs, to_wire
 
 A = TypeVar("A")
+SpecT = TypeVar("SpecT")
+
+
+@dataclasses.dataclass
+class GpuWorkloadArgs(Generic[SpecT]):
+    """What every GPU component takes: its Kubernetes object's ``spec`` and ``metadata``, plus the GPU settings.
+
+    ``spec`` and ``metadata`` take typed Args or plain dicts (camelCase or
+    snake_case), and any value inside may be an Output. The components also take
+    their args as a plain dict with camelCase or snake_case keys. Everything after
+    ``spec`` is keyword-only: each component adds its own settings after these.
+    """
+
+    spec: pulumi.Input[SpecT | Mapping[str, Any]]
+    _: dataclasses.KW_ONLY
+    metadata: pulumi.Input[ObjectMetaArgs | Mapping[str, Any]] | None = None
+    gpus: int | None = None
+    """GPUs per pod, given to the first container unless a container declares nvidia.com/gpu (default 1)."""
+    placement: Placement | Mapping[str, Any] | pulumi.Output[Any] | None = None
+    """The contract; default ``GPU=true``. A dict or Output from a StackReference is fine."""
+    pool: str | None = None
+    """Run only on this GPU pool (nodeSelector ``eks-gpu/pool``); it must be one the placement exports."""
+    security_profile: str | None = None
+    """``baseline`` (default; ``restricted`` when the spec already runs as non-root), ``restricted`` or ``none``."""
+    check_image_architecture: bool = True
+    """Refuse images without a linux/arm64 build before anything is declared (``infra.workloads.images``)."""
+    create_timeout: str | None = None
+    """How long ``pulumi up`` waits for the create (a duration: "90m", "3h"); default 30m, for a GpuJob 60m."""
+    update_timeout: str | None = None
+    """How long ``pulumi up`` waits for an update; default 30m, for a GpuJob 60m (DEPLOYMENT/JOB_TIMEOUT)."""
+    delete_timeout: str | None = None
+    """How long ``pulumi destroy`` waits for the deletion; default pulumi-kubernetes' own."""
+
 
 # Stand-in contract for the eager check when the real one is still an Output
 # (read from a StackReference): no user spec mentions this key, so only the
@@ -104,32 +140,39 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def read_args(cls: type[A], component: str, resource_name: str, args: Any, kwargs: Mapping[str, Any]) -> A:
+def read_args(cls: type[A], owner: str, args: Any, kwargs: Mapping[str, Any]) -> A:
     """The args dataclass from itself, keyword arguments, or a dict with camelCase or snake_case keys."""
-    where = f"{component}({resource_name!r})"
     if args is not None and kwargs:
-        raise TypeError(f"{where}: pass either args or keyword arguments, not both")
+        raise TypeError(f"{owner}: pass either args or keyword arguments, not both")
     if isinstance(args, cls):
         return args
     if args is not None and not isinstance(args, Mapping):
-        raise TypeError(f"{where}: args must be {cls.__name__} or a dict, got {type(args).__name__}")
-    given = dict(args if args is not None else kwargs)
+        raise TypeError(f"{owner}: args must be {cls.__name__} or a dict, got {type(args).__name__}")
     fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     data: dict[str, Any] = {}
     spelled: dict[str, str] = {}
-    for key, value in given.items():
+    for key, value in dict(args if args is not None else kwargs).items():
         name = key if key in fields else _snake(key)
         if name not in fields:
             raise TypeError(
-                f"{where}: unexpected keyword argument {key!r}; allowed: {', '.join(sorted(fields))}"
+                f"{owner}: unexpected keyword argument {key!r}; allowed: {', '.join(sorted(fields))}"
             )
         if name in spelled:
-            raise TypeError(f"{where}: {name!r} is given twice, as {spelled[name]!r} and {key!r}")
+            raise TypeError(f"{owner}: {name!r} is given twice, as {spelled[name]!r} and {key!r}")
         spelled[name] = key
         data[name] = value
     if "spec" not in data:
-        raise TypeError(f"{where}: spec is required")
+        raise TypeError(f"{owner}: spec is required")
     return cls(**data)
+
+
+@contextlib.contextmanager
+def refusals(owner: str) -> Iterator[None]:
+    """Name the component in a refusal raised inside: ``GpuJob('train'): gpus must be ...``."""
+    try:
+        yield
+    except (PodSpecError, PlacementError, WireError) as error:
+        raise type(error)(f"{owner}: {error}") from None
 
 
 def check_flag(value: object, setting: str) -> bool:
@@ -139,29 +182,46 @@ def check_flag(value: object, setting: str) -> bool:
     return value
 
 
-def eager_placement(value: Any) -> tuple[Placement, bool]:
-    """The contract to check against now, and whether it is the real one (not yet, if an Output)."""
-    if has_outputs(value):
-        return UNRESOLVED_PLACEMENT, False
-    return as_placement(value), True
+def gpu_settings(args: GpuWorkloadArgs[Any]) -> tuple[int | None, str | None]:
+    """``gpus`` and ``security_profile`` checked; None where the default applies."""
+    return (check_gpus(args.gpus) if args.gpus is not None else None), check_profile(args.security_profile)
 
 
-def final_inputs(spec: Any, placement: Any, typ: Any) -> pulumi.Output[tuple[Any, Placement]]:
-    """Spec (Kubernetes form) and contract once every Output inside them is resolved."""
-    placement_input = placement.to_dict() if isinstance(placement, Placement) else placement
-    return pulumi.Output.all(pulumi.Output.from_input(spec), pulumi.Output.from_input(placement_input)).apply(
-        lambda both: (to_wire(both[0], typ), as_placement(both[1]))
+Place = Callable[[Any, Placement, bool], dict[str, Any]]
+"""A component's merge: (spec in Kubernetes' form, contract, whether the contract is the real one) -> placed spec."""
+
+
+def place_now(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: Place) -> Any:
+    """Run every check that known values allow, before anything is declared.
+
+    Returns the placed spec, or UNKNOWN when the whole spec is an Output. A contract
+    that is still an Output (read from a StackReference) is stood in for by
+    ``UNRESOLVED_PLACEMENT``: only the contract-independent checks can fail on it.
+    """
+    with refusals(owner):
+        spec = to_wire(args.spec, spec_type, unknown=UNKNOWN)
+        if has_outputs(args.placement):
+            return place(spec, UNRESOLVED_PLACEMENT, False) if known(spec) else UNKNOWN
+        placement = as_placement(args.placement)
+        return place(spec, placement, True) if known(spec) else UNKNOWN
+
+
+def place_final(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: Place, eager: Any) -> Any:
+    """The spec to declare: the eager result when nothing was an Output, else placed once every Output resolved."""
+    if known(eager) and not has_outputs(args.placement) and not has_outputs(args.spec):
+        return eager  # all known: the eager result is the final spec (and costs no Outputs)
+    placement = args.placement.to_dict() if isinstance(args.placement, Placement) else args.placement
+
+    def late(both: list[Any]) -> dict[str, Any]:
+        with refusals(owner):
+            return place(to_wire(both[0], spec_type), as_placement(both[1]), True)
+
+    return pulumi.Output.all(pulumi.Output.from_input(args.spec), pulumi.Output.from_input(placement)).apply(
+        late
     )
 
 
-def wire_or_unknown(value: Any, typ: Any) -> Any:
-    """``value`` in Kubernetes' form with Outputs as UNKNOWN, for the eager check."""
-    return to_wire(value, typ, unknown=UNKNOWN)
-
-
 def _meta_field(metadata: Any, key: str) -> Any:
-    if metadata is None:
-        return None
     if isinstance(metadata, Mapping):
         return metadata.get(key)
     return getattr(metadata, key, None)
@@ -178,39 +238,42 @@ def child_metadata(metadata: Any) -> Any:
     return {} if metadata is None else metadata
 
 
-def name_output(child: Any, resource_name: str) -> pulumi.Output[str]:
-    """The child's ``metadata.name``.
+def name_and_namespace(child: Any, resource_name: str) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+    """The child's ``metadata.name`` and namespace, the components' outputs.
 
-    A real engine always returns it (the given name or the auto-name Pulumi
-    generated). Unit-test mocks that echo inputs return no name for an
-    auto-named object; there the resource name stands in for the auto-name.
+    A real engine always returns the name (the given one or the auto-name Pulumi
+    generated). Unit-test mocks that echo inputs return no name for an auto-named
+    object, and no namespace when none was given: there the resource name stands in
+    for the auto-name, and ``default`` for the namespace.
     """
-    return child.metadata.apply(lambda m: _meta_field(m, "name") or resource_name)
+    return (
+        child.metadata.apply(lambda m: _meta_field(m, "name") or resource_name),
+        child.metadata.apply(lambda m: _meta_field(m, "namespace") or "default"),
+    )
 
 
-def namespace_output(child: Any) -> pulumi.Output[str]:
-    """The child's namespace; ``default`` when none was given (and mocks echo none back)."""
-    return child.metadata.apply(lambda m: _meta_field(m, "namespace") or "default")
+def wire_metadata(metadata: Any) -> Any:
+    """``metadata`` in Kubernetes' form (``{}`` for none), Outputs inside as UNKNOWN."""
+    return to_wire(metadata, ObjectMetaArgs, unknown=UNKNOWN) if metadata is not None else {}
 
 
 def with_annotations(metadata: Any, extra: Mapping[str, str], setting: str) -> Any:
     """``metadata`` plus ``extra`` annotations; an annotation of the user's that disagrees is refused."""
     if not extra:
         return metadata
-    from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
 
     def merge(meta: Any) -> dict[str, Any]:
-        wire = to_wire(meta, ObjectMetaArgs, unknown=UNKNOWN) if meta is not None else {}
-        if wire is UNKNOWN:
+        wire = wire_metadata(meta)
+        if not known(wire):
             return {}
         wire = dict(wire)
         annotations = wire.get("annotations")
-        if annotations is UNKNOWN:
+        if not known(annotations):
             return wire
         annotations = dict(annotations or {})
         for key, value in extra.items():
             mine = annotations.get(key, value)
-            if mine is not UNKNOWN and mine != value:
+            if known(mine) and mine != value:
                 raise PodSpecError(
                     f"metadata.annotations[{key!r}] is {mine!r} but {setting} means {value!r}: drop one of them"
                 )

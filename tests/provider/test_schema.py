@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from typing import Any
 
@@ -119,12 +120,30 @@ def test_the_inputs_are_exactly_the_components_arguments(schema: dict[str, Any],
     )
 
 
+def test_the_shared_args_are_inputs_of_both_components_described(schema: dict[str, Any]) -> None:
+    # GpuWorkloadArgs holds what both components take, once. The package still declares
+    # it per component: the SDK's analyzer reads a property's description only from the
+    # class it analyzes, so an inherited field would reach the schema undescribed
+    # (docs/decisions/0015-shared-component-args.md). Each shared field must reach both
+    # resources, first and described, and the ones that name no object kind alike.
+    from infra.workloads.component import GpuWorkloadArgs
+
+    shared = [
+        re.sub(r"_([a-z])", lambda m: m.group(1).upper(), f.name) for f in dataclasses.fields(GpuWorkloadArgs)
+    ]
+    deployment, job = (schema["resources"][token]["inputProperties"] for token in sorted(SERVED))
+    for inputs in (deployment, job):
+        assert list(inputs)[: len(shared)] == shared
+        assert all(inputs[name]["description"] for name in shared)
+    alike = ["gpus", "placement", "pool", "securityProfile", "checkImageArchitecture", "deleteTimeout"]
+    assert [deployment[name]["description"] for name in alike] == [job[name]["description"] for name in alike]
+
+
 def test_the_provider_environment_can_check_private_ecr_images() -> None:
     # The CLI builds provider/.venv from provider/requirements.txt alone; without boto3
     # there, EcrCredentials can get no token and every private ECR image of a
     # TypeScript/Go/YAML stack is "not checked". Pinned to the botocore the repository
     # tests with (boto3 and botocore share release numbers).
-    import re
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]

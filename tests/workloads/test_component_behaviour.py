@@ -9,7 +9,7 @@ import pulumi
 import pytest
 from pulumi.runtime import mocks as pulumi_mocks
 
-from infra import GpuDeployment, GpuDeploymentArgs, GpuJob, PodSpecError
+from infra import GpuDeployment, GpuDeploymentArgs, GpuJob, GpuJobArgs, PodSpecError
 from infra.workloads.component import DEPLOYMENT_TIMEOUT, JOB_TIMEOUT
 from tests.conftest import deployment_spec
 
@@ -183,6 +183,22 @@ def test_snake_case_dict_and_dataclass_mean_the_same(run) -> None:
         lambda: GpuDeployment("a", GpuDeploymentArgs(spec=deployment_spec(), rolling_update_defaults=False))
     )
     assert as_dict.one(DEPLOYMENT).inputs == as_args.one(DEPLOYMENT).inputs
+
+
+def test_both_args_share_one_definition_and_take_only_spec_by_position() -> None:
+    # The shared fields come after spec and before each component's own; by keyword only,
+    # so a positional call written against another order fails instead of meaning else.
+    from dataclasses import fields
+
+    from infra.workloads.component import GpuWorkloadArgs
+
+    shared = [f.name for f in fields(GpuWorkloadArgs)]
+    for args in (GpuDeploymentArgs, GpuJobArgs):
+        assert issubclass(args, GpuWorkloadArgs)
+        assert [f.name for f in fields(args)][: len(shared)] == shared
+    assert GpuJobArgs(JOB_SPEC).spec == JOB_SPEC
+    with pytest.raises(TypeError, match="positional"):
+        GpuJobArgs(JOB_SPEC, None)  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(
