@@ -1,8 +1,9 @@
 """The Deployment spec around a placed pod template: pure, what ``GpuDeployment`` declares.
 
-Besides placing the template, it refuses what the apps/v1 API refuses (unknown
-fields, a selector that misses the pods, a rollout that can never progress) and
-defaults the rollout so an update never needs a spare GPU node.
+Besides placing the template it defaults the rollout so an update never needs a
+spare GPU node, and the progress deadline to as long as Pulumi waits. The apps/v1
+rules themselves are the API server's
+(docs/decisions/0010-kubernetes-rules-stay-with-the-api-server.md).
 """
 
 from __future__ import annotations
@@ -11,15 +12,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from infra.workloads import security
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
-from infra.workloads.podspec import (
-    as_placement,
-    check_gpus,
-    check_selector_matches,
-    place_template,
-    to_kubernetes_form,
-)
+from infra.workloads.podspec import place_template, prepare
 from infra.workloads.values import PodSpecError, check_counts, check_spec_fields, known
 
 DEPLOYMENT_SPEC_FIELDS = frozenset(
@@ -35,8 +29,8 @@ DEPLOYMENT_SPEC_FIELDS = frozenset(
     }
 )
 
-DEPLOYMENT_COUNTS = ("minReadySeconds", "progressDeadlineSeconds", "replicas", "revisionHistoryLimit")
-"""Whole numbers >= 0 (``ValidateDeploymentSpec``: ``ValidateNonnegativeField`` for each)."""
+COUNTS_READ = ("minReadySeconds", "replicas")
+"""The counts this package computes with (the progress deadline, the PodDisruptionBudget): whole numbers."""
 
 # A rolling update that never needs a spare GPU node: take one pod down, then start one.
 ROLLING_UPDATE_DEFAULTS: Mapping[str, Any] = {"maxSurge": 0, "maxUnavailable": 1}
@@ -69,8 +63,8 @@ def _is_zero(value: Any) -> bool:
 
 
 def rolling_update(strategy: Any, defaults: bool = True) -> Any:
-    """The rollout strategy with our defaults where the user left gaps; a deadlocked one refused."""
-    if not known(strategy) or not isinstance(strategy or {}, Mapping):
+    """The rollout strategy with our defaults where the user left gaps (``defaults=False``: as given)."""
+    if not defaults or not known(strategy) or not isinstance(strategy or {}, Mapping):
         return strategy
     given = strategy
     strategy = dict(strategy or {})
@@ -80,41 +74,14 @@ def rolling_update(strategy: Any, defaults: bool = True) -> Any:
     if not known(user):
         return given
     user = dict(user or {})
-    surge, unavailable = user.get("maxSurge"), user.get("maxUnavailable")
-    if surge is not None and unavailable is not None and _is_zero(surge) and _is_zero(unavailable):
-        raise PodSpecError(
-            "spec.strategy.rollingUpdate: maxSurge and maxUnavailable are both 0, which the API refuses "
-            "(the rollout could never progress); set maxUnavailable to 1 (no spare GPU needed) or maxSurge to 1"
-        )
-    if not defaults:
-        return given
     merged = dict(ROLLING_UPDATE_DEFAULTS)
+    unavailable = user.get("maxUnavailable")
     if unavailable is not None and known(unavailable) and _is_zero(unavailable):
         merged["maxSurge"] = ZERO_UNAVAILABLE_SURGE
     merged.update(user)
     strategy["type"] = "RollingUpdate"
     strategy["rollingUpdate"] = merged
     return strategy
-
-
-def _check_restart_policy(template: Any) -> None:
-    pod = template.get("spec") if known(template) and isinstance(template, Mapping) else None
-    policy = pod.get("restartPolicy") if known(pod) and isinstance(pod, Mapping) else None
-    if known(policy) and policy not in (None, "Always"):
-        raise PodSpecError(
-            f"spec.template.spec.restartPolicy {policy!r}: a Deployment's pods must restart Always "
-            "(the API refuses anything else); remove it, or use GpuJob for run-to-completion work"
-        )
-
-
-def _check_selector(selector: Any) -> None:
-    if known(selector) and isinstance(selector, Mapping):
-        match, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
-        if known(match) and known(expressions) and not match and not expressions:
-            raise PodSpecError(
-                "spec.selector is empty, which the API refuses for a Deployment (it would select every "
-                "pod): set matchLabels to the template's labels"
-            )
 
 
 def place_deployment_checked(
@@ -130,18 +97,15 @@ def place_deployment_checked(
 ) -> dict[str, Any]:
     """The merge on Kubernetes' form with UNKNOWN allowed (what ``GpuDeployment`` calls)."""
     check_spec_fields(spec, "Deployment", DEPLOYMENT_SPEC_FIELDS)
-    check_counts(spec, DEPLOYMENT_COUNTS)
-    if "selector" not in spec:
+    check_counts(spec, COUNTS_READ)
+    if "selector" not in spec:  # GpuDeployment's PodDisruptionBudget copies it
         raise PodSpecError("spec.selector is required: a Deployment selects its pods by label")
     result = copy.deepcopy(dict(spec))
-    _check_selector(spec["selector"])
     template = place_template(
         result, "Deployment", placement, gpus, pool=pool, profile=profile, placement_known=placement_known
     )
     if not known(template):
         return result
-    check_selector_matches(spec["selector"], template.get("metadata"), "Deployment")
-    _check_restart_policy(template)
     result["template"] = template
     strategy = rolling_update(result.get("strategy"), rolling_update_defaults)
     if strategy is not None:
@@ -151,23 +115,15 @@ def place_deployment_checked(
 
 
 def _progress_deadline(spec: dict[str, Any], default: int) -> None:
-    """Default ``progressDeadlineSeconds`` to the rollout budget; refuse one the API refuses.
+    """Default ``progressDeadlineSeconds`` to the rollout budget, and beyond ``minReadySeconds``.
 
     The API requires it to be greater than ``minReadySeconds`` (``ValidateDeploymentSpec``)
     and defaults it to 600 when absent, so with a long ``minReadySeconds`` the default
     here grows beyond it rather than leaving the API's 600 to be refused.
     """
     deadline, min_ready = spec.get("progressDeadlineSeconds"), spec.get("minReadySeconds")
-    if not known(deadline) or not known(min_ready):
-        return
-    min_ready = min_ready or 0
-    if deadline is None:
-        spec["progressDeadlineSeconds"] = max(default, min_ready + MIN_READY_MARGIN_SECONDS)
-    elif deadline <= min_ready:
-        raise PodSpecError(
-            f"spec.progressDeadlineSeconds ({deadline}) must be greater than spec.minReadySeconds "
-            f"({min_ready}): the API refuses it otherwise"
-        )
+    if deadline is None and known(min_ready):
+        spec["progressDeadlineSeconds"] = max(default, (min_ready or 0) + MIN_READY_MARGIN_SECONDS)
 
 
 def place_deployment_spec(
@@ -186,15 +142,9 @@ def place_deployment_spec(
     """
     from pulumi_kubernetes.apps.v1 import DeploymentSpecArgs
 
-    if gpus is not None:
-        gpus = check_gpus(gpus)
-    profile = security.check_profile(security_profile)
-    wire = to_kubernetes_form(spec, DeploymentSpecArgs, "spec", "place_deployment_spec")
+    wire, placed_on, gpus, profile = prepare(
+        spec, DeploymentSpecArgs, "place_deployment_spec", placement, gpus, security_profile
+    )
     return place_deployment_checked(
-        wire,
-        as_placement(placement),
-        gpus,
-        pool=pool,
-        profile=profile,
-        rolling_update_defaults=rolling_update_defaults,
+        wire, placed_on, gpus, pool=pool, profile=profile, rolling_update_defaults=rolling_update_defaults
     )

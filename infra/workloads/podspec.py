@@ -24,11 +24,10 @@ from infra.workloads.placement import (
 )
 from infra.workloads.pools import GpuDemand, apply_pool, check_affinity, check_required_terms
 from infra.workloads.quantity import QuantityError, whole_count
-from infra.workloads.scheduling import match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
 from infra.workloads.wire import WireError, is_args, output_path, to_wire
 
-__all__ = ["UNKNOWN", "PodSpecError", "check_gpus", "known", "place_pod_spec", "place_template"]
+__all__ = ["UNKNOWN", "PodSpecError", "check_gpus", "known", "place_pod_spec", "place_template", "prepare"]
 
 
 def check_gpus(gpus: object, setting: str = "gpus") -> int:
@@ -61,6 +60,21 @@ def to_kubernetes_form(value: Any, typ: Any, where: str, caller: str) -> Any:
         return to_wire(value, typ)
     except WireError as error:
         raise PodSpecError(f"{where}: {error}") from None
+
+
+def prepare(
+    spec: Any,
+    typ: Any,
+    caller: str,
+    placement: Placement | Mapping[str, Any] | None,
+    gpus: object,
+    security_profile: object,
+    where: str = "spec",
+) -> tuple[Any, Placement, int | None, str | None]:
+    """What each pure entry point does first: its settings checked, ``spec`` in Kubernetes' form."""
+    checked = check_gpus(gpus) if gpus is not None else None
+    profile = security.check_profile(security_profile)
+    return to_kubernetes_form(spec, typ, where, caller), as_placement(placement), checked, profile
 
 
 def _quantity(value: Any, where: str) -> int | Any:
@@ -142,13 +156,8 @@ def _container_gpus(container: dict[str, Any], where: str) -> int | Any | None:
     )
     if limit is None and request is None:
         return None
-    if known(limit) and known(request) and limit is not None and request is not None and limit != request:
-        raise PodSpecError(
-            f"{where}: {GPU_RESOURCE} requests ({request}) must equal limits ({limit}); "
-            "GPUs cannot be overcommitted, set both to the same number"
-        )
-    # Extended resources need requests == limits; whichever one the user gave is
-    # copied to the other, so the pod asks exactly what the user wrote.
+    # Extended resources need requests == limits (a mismatch is the API's to refuse); the one
+    # the user gave is copied to the other, so the pod asks exactly what the user wrote.
     if limit is None:
         limits[GPU_RESOURCE] = requests[GPU_RESOURCE]
     if request is None:
@@ -168,37 +177,6 @@ def _copied_containers(pod: dict[str, Any], field: str, where: str) -> list[Any]
         if known(container) and not isinstance(container, dict):
             raise PodSpecError(f"{where}.{field}[{index}] must be a container object, got {container!r}")
     return items
-
-
-def _check_names(pod: Mapping[str, Any], where: str) -> None:
-    """The API refuses two containers (init or not) with one name."""
-    seen: dict[str, str] = {}
-    for field in ("initContainers", "containers"):
-        items = pod.get(field)
-        if not known(items):
-            continue
-        for index, container in enumerate(items or []):
-            name = container.get("name") if isinstance(container, Mapping) else UNKNOWN
-            if not known(name) or name is None:
-                continue
-            here = f"{where}.{field}[{index}]"
-            if name in seen:
-                raise PodSpecError(
-                    f"{here}.name {name!r} is already used by {seen[name]}: container names must be "
-                    "unique across containers and initContainers; rename one"
-                )
-            seen[name] = here
-
-
-def _refuse_ephemeral(pod: Mapping[str, Any], where: str) -> None:
-    """The API refuses ephemeral containers in a pod template and on pod create (core validation)."""
-    items = pod.get("ephemeralContainers")
-    if known(items) and items:
-        raise PodSpecError(
-            f"{where}.ephemeralContainers must be empty: the API refuses ephemeral containers in a pod "
-            "template and when a pod is created (they are added to a running pod, e.g. by kubectl debug); "
-            "remove the field"
-        )
 
 
 def _counts(pod: dict[str, Any], field: str, where: str) -> list[tuple[str, Any, Any]] | Any:
@@ -307,8 +285,6 @@ def _place(
     if not isinstance(pod_spec, Mapping):
         raise PodSpecError(f"{where} must be a pod spec mapping, got {type(pod_spec).__name__}")
     pod = copy.deepcopy(dict(pod_spec))
-    _refuse_ephemeral(pod, where)
-    _check_names(pod, where)
     check_required_terms(pod, where)
     _merge_node_selector(pod, placement)
     _merge_tolerations(pod, placement)
@@ -317,7 +293,6 @@ def _place(
     if label_sets is not None:
         check_affinity(pod, label_sets)
     security.apply_profile(pod, profile, where)
-    security.check_security_contexts(pod, where)
     return pod
 
 
@@ -347,45 +322,12 @@ def place_pod_spec(
     """
     from pulumi_kubernetes.core.v1 import PodSpecArgs
 
-    if gpus is not None:
-        gpus = check_gpus(gpus)
-    profile = security.check_profile(security_profile)
     if not (isinstance(pod_spec, Mapping) or is_args(pod_spec) or output_path(pod_spec) is not None):
         raise PodSpecError(f"{where} must be a pod spec mapping, got {type(pod_spec).__name__}")
-    pod = to_kubernetes_form(pod_spec, PodSpecArgs, where, "place_pod_spec")
-    return _place(pod, as_placement(placement), gpus, pool=pool, profile=profile, where=where)
-
-
-def check_selector_matches(selector: Any, metadata: Any, kind: str, where: str = "spec") -> None:
-    """Kubernetes refuses a workload whose selector does not match its pod template's labels."""
-    if not (known(selector) and isinstance(selector, Mapping) and known(metadata)):
-        return
-    labels = (metadata or {}).get("labels") if isinstance(metadata, Mapping) else None
-    if not known(labels) or any(not known(v) for v in (labels or {}).values()):
-        return
-    labels = dict(labels or {})
-    match = selector.get("matchLabels")
-    if known(match):
-        for key, value in (match or {}).items():
-            if known(value) and labels.get(key) != value:
-                raise PodSpecError(
-                    f"{where}.selector.matchLabels {key}={value!r} does not match {where}.template.metadata.labels "
-                    f"({key}={labels.get(key)!r}): Kubernetes refuses a {kind} whose selector misses its pods; "
-                    "make the two agree"
-                )
-    expressions = selector.get("matchExpressions")
-    if known(expressions):
-        for index, expression in enumerate(expressions or []):
-            if not known(expression) or not isinstance(expression, Mapping):
-                continue
-            if any(not known(v) for v in (expression.get("key"), expression.get("operator"))):
-                continue
-            if not match_expression(expression, labels):
-                raise PodSpecError(
-                    f"{where}.selector.matchExpressions[{index}] {dict(expression)} does not match "
-                    f"{where}.template.metadata.labels {labels}: Kubernetes refuses a {kind} whose selector "
-                    "misses its pods; make the two agree"
-                )
+    pod, placed_on, gpus, profile = prepare(
+        pod_spec, PodSpecArgs, "place_pod_spec", placement, gpus, security_profile, where
+    )
+    return _place(pod, placed_on, gpus, pool=pool, profile=profile, where=where)
 
 
 def place_template(

@@ -213,32 +213,3 @@ def apply_profile(pod: dict[str, Any], profile: str | None, where: str = "spec")
                 defaults = _container_defaults(profile, sc, pod_sc, user_namespace)
                 container["securityContext"] = _merge(defaults, sc)
     return profile
-
-
-def check_security_contexts(pod: Mapping[str, Any], where: str) -> None:
-    """Refuse what the API refuses: allowPrivilegeEscalation false with privileged or CAP_SYS_ADMIN."""
-    for field in ("initContainers", "containers"):
-        items = pod.get(field)
-        if not known(items) or not isinstance(items, list):
-            continue
-        for index, container in enumerate(items):
-            sc = container.get("securityContext") if isinstance(container, Mapping) else None
-            if (
-                not known(sc)
-                or not isinstance(sc, Mapping)
-                or sc.get("allowPrivilegeEscalation") is not False
-            ):
-                continue
-            path = f"{where}.{field}[{index}].securityContext"
-            if sc.get("privileged") is True:
-                raise PodSpecError(
-                    f"{path}: privileged: true with allowPrivilegeEscalation: false is refused by the "
-                    "Kubernetes API (a privileged container can always escalate); remove allowPrivilegeEscalation"
-                )
-            caps = sc.get("capabilities")
-            added = caps.get("add") if known(caps) and isinstance(caps, Mapping) else None
-            if known(added) and "CAP_SYS_ADMIN" in (added or []):
-                raise PodSpecError(
-                    f"{path}: capabilities.add CAP_SYS_ADMIN with allowPrivilegeEscalation: false is "
-                    "refused by the Kubernetes API; remove allowPrivilegeEscalation (or the capability)"
-                )
