@@ -19,13 +19,12 @@ import pulumi_kubernetes as k8s
 from infra.workloads import component, images
 from infra.workloads.durations import duration_seconds
 from infra.workloads.job import place_job_checked, replace_unready_wait
-from infra.workloads.placement import Placement, PlacementError
-from infra.workloads.podspec import check_gpus
-from infra.workloads.security import check_profile
+from infra.workloads.placement import Placement
 from infra.workloads.values import UNKNOWN, PodSpecError, known
-from infra.workloads.wire import WireError, has_outputs, to_wire
+from infra.workloads.wire import has_outputs, to_wire
 
 TYPE_TOKEN = "eks-gpu:index:GpuJob"
+SPEC_ARGS = k8s.batch.v1.JobSpecArgs
 SKIP_AWAIT = "pulumi.com/skipAwait"
 """pulumi-kubernetes' annotation: declare the Job and return without waiting for it to complete."""
 REPLACE_UNREADY = "pulumi.com/replaceUnready"
@@ -47,25 +46,10 @@ one of these would be sent as a patch and refused by the API server, leaving
 """
 
 
-@dataclass
-class GpuJobArgs:
-    """What a ``kubernetes.batch.v1.Job`` takes, plus the GPU settings.
+@dataclass(kw_only=True)
+class GpuJobArgs(component.GpuWorkloadArgs[k8s.batch.v1.JobSpecArgs]):
+    """What a ``kubernetes.batch.v1.Job`` takes, plus the GPU settings (:class:`GpuWorkloadArgs`)."""
 
-    ``spec`` and ``metadata`` take typed Args or plain dicts (camelCase or
-    snake_case), and any value inside may be an Output. The component also takes
-    these args as a plain dict with camelCase or snake_case keys.
-    """
-
-    spec: pulumi.Input[k8s.batch.v1.JobSpecArgs | Mapping[str, Any]]
-    metadata: pulumi.Input[k8s.meta.v1.ObjectMetaArgs | Mapping[str, Any]] | None = None
-    gpus: int | None = None
-    """GPUs per pod, given to the first container unless a container declares nvidia.com/gpu (default 1)."""
-    placement: Placement | Mapping[str, Any] | pulumi.Output[Any] | None = None
-    """The contract; default ``GPU=true``. A dict or Output from a StackReference is fine."""
-    pool: str | None = None
-    """Run only on this GPU pool (nodeSelector ``eks-gpu/pool``); it must be one the placement exports."""
-    security_profile: str | None = None
-    """``baseline`` (default; ``restricted`` when the spec already runs as non-root), ``restricted`` or ``none``."""
     wait_for_completion: bool = True
     """Wait in ``pulumi up`` until the Job completes; ``False`` adds ``pulumi.com/skipAwait: "true"``."""
     replace_unready: bool = False
@@ -81,14 +65,6 @@ class GpuJobArgs:
     interrupted, or one a queue (e.g. Kueue) held suspended. Without it a failed Job
     stays until its spec changes; each ``pulumi up`` waits on it again and reports the failure.
     """
-    check_image_architecture: bool = True
-    """Refuse images without a linux/arm64 build before anything is declared (``infra.workloads.images``)."""
-    create_timeout: str | None = None
-    """How long ``pulumi up`` waits for the create (a duration: "90m", "3h"); default 60m (JOB_TIMEOUT)."""
-    update_timeout: str | None = None
-    """How long ``pulumi up`` waits for an update; default 60m (JOB_TIMEOUT)."""
-    delete_timeout: str | None = None
-    """How long ``pulumi destroy`` waits for the deletion; default pulumi-kubernetes' own."""
 
 
 class GpuJob(pulumi.ComponentResource):
@@ -105,38 +81,23 @@ class GpuJob(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
         **kwargs: Any,
     ) -> None:
-        args = component.read_args(GpuJobArgs, "GpuJob", resource_name, args, kwargs)
-        try:
+        owner = f"GpuJob({resource_name!r})"
+        args = component.read_args(GpuJobArgs, owner, args, kwargs)
+        with component.refusals(owner):
             timeouts_given = component.user_timeouts(args, opts)
-        except PodSpecError as error:
-            raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
-        eager_spec = self._eager_check(resource_name, args)
-        timeouts = _job_timeouts(resource_name, args, timeouts_given)
-        args = images.check_workload_images(f"GpuJob({resource_name!r})", args, k8s.batch.v1.JobSpecArgs)
-        metadata_in = args.metadata
-        if not args.wait_for_completion and has_outputs(metadata_in):
+            gpus, profile = component.gpu_settings(args)
+            _check_job_settings(args)
 
-            def _late_name_check(meta: Any) -> Any:
-                try:
-                    _refuse_fixed_name(meta)
-                except PodSpecError as error:
-                    raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
-                return meta
+        def place(spec: Any, placement: Placement, placement_known: bool) -> dict[str, Any]:
+            return place_job_checked(
+                spec, placement, gpus, pool=args.pool, profile=profile, placement_known=placement_known
+            )
 
-            metadata_in = pulumi.Output.from_input(metadata_in).apply(_late_name_check)
-        try:
-            metadata = component.with_annotations(
-                metadata_in,
-                {} if args.wait_for_completion else {SKIP_AWAIT: "true"},
-                "wait_for_completion=False",
-            )
-            metadata = component.with_annotations(
-                metadata,
-                {REPLACE_UNREADY: "true"} if args.replace_unready else {},
-                "replace_unready=True",
-            )
-        except PodSpecError as error:
-            raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
+        eager = component.place_now(owner, args, SPEC_ARGS, place)
+        with component.refusals(owner):
+            timeouts = _job_timeouts(args, timeouts_given)
+            metadata = _job_metadata(owner, args)
+        args = images.check_workload_images(owner, args, SPEC_ARGS)
 
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
         child = pulumi.ResourceOptions(
@@ -149,82 +110,69 @@ class GpuJob(pulumi.ComponentResource):
                 opts.delete_before_replace if opts and opts.delete_before_replace is not None else True
             ),
         )
-        gpus = check_gpus(args.gpus) if args.gpus is not None else None
-        profile = check_profile(args.security_profile)
-
-        spec: pulumi.Input[dict[str, Any]]
-        if known(eager_spec) and not has_outputs(args.placement) and not has_outputs(args.spec):
-            spec = eager_spec
-        else:
-            spec = component.final_inputs(args.spec, args.placement, k8s.batch.v1.JobSpecArgs).apply(
-                lambda both: _placed(resource_name, both[0], both[1], gpus, args.pool, profile)
-            )
         self.job = k8s.batch.v1.Job(
-            resource_name, metadata=component.child_metadata(metadata), spec=spec, opts=child
+            resource_name,
+            metadata=component.child_metadata(metadata),
+            spec=component.place_final(owner, args, SPEC_ARGS, place, eager),
+            opts=child,
         )
-        self.name = component.name_output(self.job, resource_name)
-        self.namespace = component.namespace_output(self.job)
+        self.name, self.namespace = component.name_and_namespace(self.job, resource_name)
         self.register_outputs({"name": self.name, "namespace": self.namespace})
 
-    @staticmethod
-    def _eager_check(resource_name: str, args: GpuJobArgs) -> dict[str, Any] | Any:
-        """Run every check that known values allow, before anything is declared.
 
-        Returns the placed spec, or UNKNOWN when the whole spec is an Output.
-        """
-        try:
-            gpus = check_gpus(args.gpus) if args.gpus is not None else None
-            profile = check_profile(args.security_profile)
-            component.check_flag(args.wait_for_completion, "wait_for_completion")
-            component.check_flag(args.replace_unready, "replace_unready")
-            _refuse_raw_replace_unready(args.metadata, args.replace_unready)
-            if not args.wait_for_completion:
-                _refuse_fixed_name(args.metadata)
-                if args.replace_unready:
-                    raise PodSpecError(
-                        "replace_unready=True needs wait_for_completion=True: pulumi-kubernetes only learns "
-                        "that a Job failed by waiting for it"
-                    )
-            placement, placement_known = component.eager_placement(args.placement)
-            spec = component.wire_or_unknown(args.spec, k8s.batch.v1.JobSpecArgs)
-            if not known(spec):
-                return UNKNOWN
-            return place_job_checked(
-                spec, placement, gpus, pool=args.pool, profile=profile, placement_known=placement_known
+def _check_job_settings(args: GpuJobArgs) -> None:
+    """The Job's own settings, and what they need of each other and of ``metadata``."""
+    component.check_flag(args.wait_for_completion, "wait_for_completion")
+    component.check_flag(args.replace_unready, "replace_unready")
+    _refuse_raw_replace_unready(args.metadata, args.replace_unready)
+    if not args.wait_for_completion:
+        _refuse_fixed_name(args.metadata)
+        if args.replace_unready:
+            raise PodSpecError(
+                "replace_unready=True needs wait_for_completion=True: pulumi-kubernetes only learns "
+                "that a Job failed by waiting for it"
             )
-        except (PodSpecError, PlacementError, WireError) as error:
-            raise type(error)(f"GpuJob({resource_name!r}): {error}") from None
 
 
-def _job_timeouts(
-    resource_name: str, args: GpuJobArgs, given: pulumi.CustomTimeouts | None
-) -> pulumi.CustomTimeouts:
+def _job_timeouts(args: GpuJobArgs, given: pulumi.CustomTimeouts | None) -> pulumi.CustomTimeouts:
     """JOB_TIMEOUT, or with ``replace_unready`` long enough for the Job to finish or fail first."""
     if not args.replace_unready:
         return component.child_timeouts(component.JOB_TIMEOUT, given)
-    try:
-        wait = replace_unready_wait(component.wire_or_unknown(args.spec, k8s.batch.v1.JobSpecArgs))
-        for operation in ("create", "update"):
-            mine = getattr(given, operation, None) if given else None
-            if mine and duration_seconds(mine) < wait:
-                raise PodSpecError(
-                    f"{operation}_timeout {mine!r} is shorter than replace_unready=True needs: at least {wait}s "
-                    "(spec.activeDeadlineSeconds + the pods' grace period + 120 s), or a later pulumi up "
-                    "could replace the Job while it still runs; drop it or make it longer"
-                )
-    except PodSpecError as error:
-        raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
+    wait = replace_unready_wait(to_wire(args.spec, SPEC_ARGS, unknown=UNKNOWN))
+    for operation in ("create", "update"):
+        mine = getattr(given, operation, None) if given else None
+        if mine and duration_seconds(mine) < wait:
+            raise PodSpecError(
+                f"{operation}_timeout {mine!r} is shorter than replace_unready=True needs: at least {wait}s "
+                "(spec.activeDeadlineSeconds + the pods' grace period + 120 s), or a later pulumi up "
+                "could replace the Job while it still runs; drop it or make it longer"
+            )
     default = component.JOB_TIMEOUT
     if wait > duration_seconds(default):
         default = f"{math.ceil(wait / 60)}m"
     return component.child_timeouts(default, given)
 
 
+def _job_metadata(owner: str, args: GpuJobArgs) -> Any:
+    """The Job's metadata with the annotations its settings mean (skipAwait, replaceUnready)."""
+    metadata = args.metadata
+    if not args.wait_for_completion and has_outputs(metadata):
+
+        def late_name_check(meta: Any) -> Any:
+            with component.refusals(owner):
+                _refuse_fixed_name(meta)
+            return meta
+
+        metadata = pulumi.Output.from_input(metadata).apply(late_name_check)
+    skip_await = {} if args.wait_for_completion else {SKIP_AWAIT: "true"}
+    metadata = component.with_annotations(metadata, skip_await, "wait_for_completion=False")
+    replace = {REPLACE_UNREADY: "true"} if args.replace_unready else {}
+    return component.with_annotations(metadata, replace, "replace_unready=True")
+
+
 def _refuse_raw_replace_unready(metadata: Any, replace_unready: bool) -> None:
     """The annotation written by hand would skip :func:`replace_unready_wait`'s guard: refused."""
-    from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
-
-    wire = to_wire(metadata, ObjectMetaArgs, unknown=UNKNOWN) if metadata is not None else {}
+    wire = component.wire_metadata(metadata)
     annotations = wire.get("annotations") if known(wire) and isinstance(wire, Mapping) else None
     value = (
         annotations.get(REPLACE_UNREADY) if known(annotations) and isinstance(annotations, Mapping) else None
@@ -235,21 +183,6 @@ def _refuse_raw_replace_unready(metadata: Any, replace_unready: bool) -> None:
             "also makes sure pulumi-kubernetes can never replace the Job while it still runs; allowed here: "
             "'false' or unset"
         )
-
-
-def _placed(
-    resource_name: str,
-    spec: Any,
-    placement: Placement,
-    gpus: int | None,
-    pool: str | None,
-    profile: str | None,
-) -> dict[str, Any]:
-    """The placed Job spec once its Outputs resolved, with the checks that needed them."""
-    try:
-        return place_job_checked(spec, placement, gpus, pool=pool, profile=profile)
-    except PodSpecError as error:
-        raise PodSpecError(f"GpuJob({resource_name!r}): {error}") from None
 
 
 def _replace_on_changes(opts: pulumi.ResourceOptions | None) -> list[str]:
@@ -266,11 +199,9 @@ def _refuse_fixed_name(metadata: Any) -> None:
     requires), the create arrives while the old Job and its pods are still being
     deleted and fails with ``AlreadyExists``. An auto-named Job gets a new name.
     """
-    from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
-
-    wire = to_wire(metadata, ObjectMetaArgs, unknown=UNKNOWN) if metadata is not None else {}
+    wire = component.wire_metadata(metadata)
     if not known(wire) or not isinstance(wire, Mapping):
-        return  # an Output as a whole: checked again when known (see GpuJob.__init__)
+        return  # an Output as a whole: checked again when known (see _job_metadata)
     if wire.get("name") is not None:
         raise PodSpecError(
             "wait_for_completion=False with a fixed metadata.name cannot be replaced: without waiting, "
