@@ -15,23 +15,21 @@ from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, GpuPool, Placeme
 from infra.workloads.scheduling import match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
 
+_REQUIRED_PATH = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+REQUIRED_TERMS = ".".join((*_REQUIRED_PATH, "nodeSelectorTerms"))
 
-def _required_terms(pod: Mapping[str, Any]) -> list[Any] | Any:
-    """The required node affinity's terms ([] if none), or UNKNOWN."""
-    affinity = pod.get("affinity")
-    if not known(affinity):
-        return UNKNOWN
-    node = (affinity or {}).get("nodeAffinity") if isinstance(affinity, Mapping) else None
-    if not known(node):
-        return UNKNOWN
-    required = (node or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    if not known(required):
-        return UNKNOWN
-    terms = (required or {}).get("nodeSelectorTerms")
+
+def _required_terms(pod: Mapping[str, Any]) -> list[Any] | Any | None:
+    """The required node affinity's terms ([] if it lists none), None without one, or UNKNOWN."""
+    value: Any = pod
+    for key in _REQUIRED_PATH:
+        value = value.get(key)
+        if not known(value):
+            return UNKNOWN
+        if not isinstance(value, Mapping):
+            return None
+    terms = value.get("nodeSelectorTerms")
     return terms if not known(terms) else list(terms or [])
-
-
-REQUIRED_TERMS = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
 
 
 def _is_empty_term(term: Any) -> bool:
@@ -46,17 +44,8 @@ def _is_empty_term(term: Any) -> bool:
 
 def check_required_terms(pod: Mapping[str, Any], where: str) -> None:
     """Refuse required node affinity that no node can match: no term at all, or only empty ones."""
-    affinity = pod.get("affinity")
-    node = affinity.get("nodeAffinity") if known(affinity) and isinstance(affinity, Mapping) else None
-    required = (
-        node.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if known(node) and isinstance(node, Mapping)
-        else None
-    )
-    if not known(required) or not isinstance(required, Mapping):
-        return
-    terms = required.get("nodeSelectorTerms")
-    if not known(terms):
+    terms = _required_terms(pod)
+    if terms is None or not known(terms):
         return
     if not terms:
         raise PodSpecError(
@@ -105,7 +94,7 @@ def check_affinity(pod: Mapping[str, Any], label_sets: Sequence[Mapping[str, str
 def _require_pools(pod: dict[str, Any], names: list[str]) -> None:
     """AND ``eks-gpu/pool In names`` into every required affinity term (or make the first term)."""
     terms = _required_terms(pod)
-    if not known(terms) or any(not known(t) for t in terms):
+    if not known(terms) or any(not known(t) for t in terms or []):
         return  # decided on the resolved spec
     expression = {"key": POOL_LABEL, "operator": "In", "values": names}
     new_terms = []

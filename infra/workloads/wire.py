@@ -19,16 +19,10 @@ import pulumi
 from infra.workloads import sdk as _types  # the SDK internals, checked in one place
 
 
-def _element_type(typ: Any) -> Any:
-    typ = _types.unwrap_type(typ) if typ is not None else None
-    args = typing.get_args(typ)
-    return _types.unwrap_type(args[0]) if args else None
-
-
-def _map_value_type(typ: Any) -> Any:
-    typ = _types.unwrap_type(typ) if typ is not None else None
-    args = typing.get_args(typ)
-    return _types.unwrap_type(args[1]) if len(args) == 2 else None
+def _type_arg(typ: Any, index: int) -> Any:
+    """The ``index``-th type argument of ``typ`` (a list's item, a map's value), unwrapped; None if none."""
+    args = typing.get_args(_types.unwrap_type(typ)) if typ is not None else ()
+    return _types.unwrap_type(args[index]) if len(args) > index else None
 
 
 class WireError(ValueError):
@@ -61,15 +55,7 @@ def output_path(value: Any, path: str = "") -> str | None:
 
 def has_outputs(value: Any) -> bool:
     """True if any part of ``value`` is a Pulumi Output or awaitable."""
-    if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
-        return True
-    if _types.is_input_type(type(value)):
-        value = _types.input_type_to_dict(value)
-    if isinstance(value, abc.Mapping):
-        return any(has_outputs(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(has_outputs(v) for v in value)
-    return False
+    return output_path(value) is not None
 
 
 def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
@@ -106,9 +92,9 @@ def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
                 spelled[name] = key
                 result[name] = to_wire(item, types.get(name), unknown=unknown)
             return result
-        item_type = _map_value_type(typ)
+        item_type = _type_arg(typ, 1)
         return {k: to_wire(v, item_type, unknown=unknown) for k, v in value.items() if v is not None}
     if isinstance(value, (list, tuple)):
-        item_type = _element_type(typ)
+        item_type = _type_arg(typ, 0)
         return [to_wire(v, item_type, unknown=unknown) for v in value]
     return value
