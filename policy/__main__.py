@@ -1,25 +1,10 @@
 """CrossGuard pack: the rules of infra.tooling.policy_rules, each stack judged by the contract it declares.
 
-The contract comes from the stack itself (``policy_rules.declared_contracts``): its
-``placement`` output, else its GPU node groups' taint and label, else the pair its
-GpuDeployment/GpuJob pods tolerate and select, else ``GPU=true``. Only the whole stack
-shows it, so every rule whose verdict depends on it is a StackValidationPolicy; the
-security baseline, which does not, stays a ResourceValidationPolicy (it still stops a
-resource before it is created; a stack policy judges after ``pulumi up`` has applied,
-and before anything is applied in ``pulumi preview``). No pack config is needed, in CI
-or anywhere; levels are configurable per policy with ``pulumi preview --policy-pack
-policy --policy-pack-config config.json`` ({"gpu-toleration-without-gpu": "mandatory"}),
-and {"gpu-workload-placement": {"placement": {"key": "accelerator", "value": "t4g"}}}
-still overrides the stack's contract for that policy, for a stack that declares none.
-
-Stack policies get their properties as plain data: pulumi_policy wraps them in a proxy that
-raises UnknownValueError on any value not known during preview, which would turn a whole
-stack policy into one advisory "can't run policy during preview". Stack policies see
-resource *outputs* (computed ones, like an add-on's configurationValues, are unknown on
-create), so the proxy is unwrapped and every unknown becomes None, which the agent model
-reports as "not known yet". Per-resource rules served per stack keep the proxy: a resource
-whose judged field is not known yet is left unjudged (it is judged on ``pulumi up``'s
-outputs) rather than read as absent (a missing toleration would be a false mandatory failure).
+Rules whose verdict depends on the contract are stack policies (only the whole stack shows
+it); the security baseline stays a resource policy. Stack rules get plain data, unknowns as
+None; per-resource rules keep pulumi_policy's proxy, so a field unknown in preview leaves
+the resource unjudged. Config: per-policy levels, and ``placement`` to override the stack's
+contract. Why: docs/decisions/0034-policy-pack-stack-contract.md.
 """
 
 from __future__ import annotations

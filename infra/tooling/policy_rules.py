@@ -1,17 +1,9 @@
 """The guardrails as plain functions: (resource type, properties) -> what is wrong and how to fix it.
 
-The CrossGuard pack in ``policy/`` serves each rule; the offline preview runs the
-same functions over what it captured. Properties are Pulumi's (camelCase) ones,
-which for Kubernetes resources are the manifest.
-
-**Each stack is judged by the contract it declares** (:func:`declared_contracts`),
-never by a default it does not use: the stack's own ``placement`` output (the
-platform exports it), else the taint and label its GPU node groups carry, else the
-one its ``GpuDeployment``/``GpuJob`` components placed their pods with (a consumer),
-else ``GPU=true``. Only a whole stack shows that, so every rule whose verdict
-depends on the contract is a stack policy in the pack (``RuleSpec.contract``); the
-security baseline, which does not, stays a resource policy and still stops a
-resource before it is created.
+The CrossGuard pack in ``policy/`` serves each rule; the offline preview runs the same
+functions over what it captured. Properties are Pulumi's (camelCase) ones, which for
+Kubernetes resources are the manifest. Each stack is judged by the contract it declares
+(:func:`declared_contracts`): docs/decisions/0034-policy-pack-stack-contract.md.
 """
 
 from __future__ import annotations
@@ -200,27 +192,26 @@ def security_baseline(resource_type: str, props: Mapping[str, Any], placement: P
     return problems
 
 
+def _landing_messages(resources: Resources, placement: Placement, kind: str) -> list[tuple[str, str]]:
+    return [
+        (landing.agent.resource, f"{landing.agent.name} {message}")
+        for landing in landings(resources, placement)
+        for message in getattr(landing, kind)
+    ]
+
+
 def gpu_agents_on_gpu_pools(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
     """Mandatory: every agent meant for GPU nodes lands on every GPU pool, and on no other node group.
 
-    A stack rule: it needs the node groups and the agents together. It sees inside
-    Helm releases and add-ons through their inputs (the release's ``values``, the
-    add-on's ``configurationValues``) and the chart models of ``infra.tooling.agents``.
+    It sees inside Helm releases and add-ons through their inputs (``values``,
+    ``configurationValues``) and the chart models of ``infra.tooling.agents``.
     """
-    return [
-        (landing.agent.resource, f"{landing.agent.name} {problem}")
-        for landing in landings(resources, placement)
-        for problem in landing.problems
-    ]
+    return _landing_messages(resources, placement, "problems")
 
 
 def agent_placement_unknown(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
     """Advisory: an agent whose placement cannot be determined offline, or a node agent missing a group."""
-    return [
-        (landing.agent.resource, f"{landing.agent.name} {advice}")
-        for landing in landings(resources, placement)
-        for advice in landing.advice
-    ]
+    return _landing_messages(resources, placement, "advice")
 
 
 @dataclass(frozen=True)
@@ -361,6 +352,13 @@ def node_group_overrides(resources: Resources, links: Links | None = None) -> di
     return overrides
 
 
+def _effective(
+    typ: str, name: str, props: Mapping[str, Any], overrides: Mapping[str, Any]
+) -> Mapping[str, Any]:
+    key = resource_key(typ, name)
+    return Overlay(props, overrides[key]) if key in overrides else props
+
+
 def _valid(key: Any, value: Any) -> Placement | None:
     try:
         return Placement(key=key, value=value)
@@ -400,9 +398,7 @@ def _carried_by_gpu_node_groups(
     no_schedule = K8S_TO_EKS_EFFECT[GPU_TAINT_EFFECT]
     found = []
     for typ, name, props in resources:
-        key = resource_key(typ, name)
-        effective = Overlay(props, overrides[key]) if key in overrides else props
-        if typ != NODE_GROUP or not is_gpu_node_group(effective):
+        if typ != NODE_GROUP or not is_gpu_node_group(_effective(typ, name, props, overrides)):
             continue
         labels = props.get("labels") or {}
         found += [
@@ -442,19 +438,11 @@ def _placed_by_gpu_components(resources: Resources, links: Links) -> tuple[Place
 
 
 def declared_contracts(resources: Resources, links: Links | None = None) -> tuple[Placement, ...]:
-    """The placement contract(s) the stack declares, from the first of these that shows one.
+    """The placement contract(s) the stack declares: its ``placement`` output, else the taint and label
+    its GPU node groups carry, else the pair its GPU components' pods tolerate and select, else ``GPU=true``.
 
-    1. its ``placement`` output (``pulumi:pulumi:Stack``; the platform's ``__main__.py``);
-    2. the ``key=value`` its GPU node groups carry as taint and label (a platform that
-       does not export it);
-    3. the pair its ``GpuDeployment``/``GpuJob`` children tolerate and select (a consumer:
-       the engine shows policies neither a StackReference, a read, nor the component's
-       ``placement`` input);
-    4. else the default ``GPU=true``.
-
-    Properties are plain data here (unknowns as None). More than one contract at one
-    level (two platforms' components in one consumer) are all returned; a resource is
-    judged to follow the stack's contract when it follows one of them.
+    Properties are plain data here (unknowns as None). Every contract of the first level
+    that shows one is returned; a resource following one of them follows the stack's.
     """
     links = links or Links()
     for found in (
@@ -507,22 +495,18 @@ def resource_violations(
     """
     found = []
     for typ, name, props in resources:
-        key = resource_key(typ, name)
-        effective = Overlay(props, view.overrides[key]) if key in view.overrides else props
+        effective = _effective(typ, name, props, view.overrides)
         try:
             messages = _under_any(view.contracts, lambda c: spec.rule(typ, effective, c))  # noqa: B023
         except skip:
             continue
-        found += [(key, message) for message in messages]
+        found += [(resource_key(typ, name), message) for message in messages]
     return found
 
 
 def stack_violations(spec: RuleSpec, resources: Resources, view: StackView) -> list[tuple[str, str]]:
     """A stack rule, judged by the stack's contract, node groups as EKS will see them."""
-    effective = [
-        (t, n, Overlay(p, view.overrides[resource_key(t, n)]) if resource_key(t, n) in view.overrides else p)
-        for t, n, p in resources
-    ]
+    effective = [(t, n, _effective(t, n, p, view.overrides)) for t, n, p in resources]
     return _under_any(view.contracts, lambda c: spec.rule(effective, c))  # type: ignore[call-arg]
 
 

@@ -1,24 +1,13 @@
 """Refuse x86-only images before a GPU node is paid for.
 
-The GPU nodes are g5g: linux/arm64. Many ML images are amd64 only; such a pod
-scales a GPU node up, pulls, and dies with ``exec format error``. So each
-container image of a ``GpuDeployment`` or ``GpuJob`` (init containers included)
-is looked up in its registry (:mod:`infra.workloads.oci`): an image index must
-list ``linux/arm64``; a single manifest's config blob must say ``arm64``/``linux``.
-
-What the check never does is block work it cannot judge. A registry that is
-unreachable, rate limits (429), wants credentials we lack, or has no such tag
-(yet: CI may push it after the preview) gives a warning saying the image was
-NOT checked; ``EKS_GPU_IMAGE_CHECK=strict`` (or config ``eks-gpu:imageCheck``)
-makes that an error for CI, ``off`` turns the check off, ``warn`` is the
-default. ``check_image_architecture=False`` on a component skips it there.
-
-Registries are contacted only under a real Pulumi engine (``pulumi preview``/``up``:
-the SDK talks to it through a gRPC ``ResourceMonitorStub``). Under Pulumi's mock
-engine (tests, the offline preview) or with no engine at all nothing leaves
-the machine: images are "not checked (offline)", except loopback registries
-when the mode is set explicitly, which is how the tests point the check at a
-registry they started. Each image is looked up once per process.
+The GPU nodes are g5g (linux/arm64); an amd64-only image scales one up and dies with
+``exec format error``. Each container image of a ``GpuDeployment``/``GpuJob`` is looked up
+(:mod:`infra.workloads.oci`) once per process. What cannot be judged (unreachable, 429, no
+credentials, no such tag yet) is a warning saying so, never a refusal; mode
+``EKS_GPU_IMAGE_CHECK`` or config ``eks-gpu:imageCheck``: ``warn`` (default), ``strict``
+(those become errors), ``off``. Registries are contacted only under a real engine; under
+mocks or none, only loopback registries, and only when the mode is set explicitly.
+``check_image_architecture=False`` on a component skips it there.
 """
 
 from __future__ import annotations

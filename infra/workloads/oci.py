@@ -1,33 +1,12 @@
 """A small, read-only OCI distribution client: which platforms does an image have?
 
-Used by :mod:`infra.workloads.images` to catch x86-only images before a GPU node
-(g5g, linux/arm64) is paid for. It does exactly three things against a registry:
-GET a manifest (index or single), GET a config blob, and the token dance.
-
-Why the standard library and not a PyPI client: ``oras`` (oras-py 0.2.x, well
-kept) sets no timeout on any request, wraps each call in a 5-attempt retry that
-sleeps up to ~80 s, keeps one bearer token per client whatever the repository
-scope, and needs ``requests`` + ``jsonschema`` at runtime; ``docker-registry-client``
-has had no release since 2017. A preview must never hang on a registry, and
-the workload install must stay ``pulumi`` + ``pulumi-kubernetes``, so this
-module uses ``http.client`` with:
-
-- HTTPS always (certificates verified); plain HTTP only for loopback registries
-  (127.0.0.0/8, ``localhost``, ``[::1]``), as Docker and containerd treat them;
-- a timeout on every socket operation and a deadline per image;
-- the Distribution token flow: ``401`` + ``WWW-Authenticate: Bearer realm=,service=,scope=``
-  -> ``GET realm?service=&scope=`` -> retry with the token; the challenge is
-  remembered per registry, so the next repository on it asks for its token
-  straight away (no second ``401``); Basic challenges (Amazon ECR) use
-  credentials from a provider (``GetAuthorizationToken``), sent up front;
-- redirects followed by hand (blobs on Docker Hub, ghcr.io and ECR live on a
-  CDN or S3): HTTPS only, and the ``Authorization`` header is never sent to
-  another host;
-- every body checked against its digest (a digest-pinned image really is that
-  image), and size-capped.
-
-Every HTTP exchange is recorded in :attr:`RegistryClient.round_trips`, so the
-benchmark counts them rather than guessing.
+Used by :mod:`infra.workloads.images` to catch x86-only images before a GPU node is paid
+for: GET a manifest (index or single), GET a config blob, and the token dance, over
+``http.client`` with a timeout on every socket operation and a deadline per image.
+HTTPS only (plain HTTP to loopback registries), redirects followed by hand without the
+``Authorization`` header, every body checked against its digest and size-capped.
+Why not a PyPI client, and the auth and proxy rules: docs/decisions/0033-oci-client.md.
+:attr:`RegistryClient.round_trips` records every HTTP exchange (the benchmark counts them).
 """
 
 from __future__ import annotations
@@ -261,13 +240,10 @@ class RegistryClient:
     def platforms(self, ref: Reference) -> Platforms:
         """The platforms ``ref`` offers: from the index if it is one, else from the config blob.
 
-        An index entry's ``platform`` is OPTIONAL (OCI image-index.md), and an entry
-        may itself be an index: such entries are resolved by fetching the child
-        (at most :data:`MAX_INDEX_DEPTH` levels, :data:`MAX_CHILD_LOOKUPS` fetches),
-        so an image built without platform annotations is judged by its configs
-        rather than refused as ``unknown/unknown``. When a child cannot be resolved
-        and nothing found runs on arm64, the answer is a ``protocol`` error (not
-        checked), never a refusal built on a guess.
+        Index entries without a ``platform`` (it is OPTIONAL) are resolved by fetching the
+        child, within :data:`MAX_INDEX_DEPTH` and :data:`MAX_CHILD_LOOKUPS`. If one cannot
+        be resolved and nothing found runs on arm64, the answer is an error (not checked),
+        never a refusal built on a guess.
         """
         stop = time.monotonic() + self.deadline
         media_type, body, digest = self.manifest(ref, stop)
@@ -319,10 +295,7 @@ class RegistryClient:
                 raise RegistryError("protocol", f"{ref}: index entry {entry!r} is not an object")
             platform = entry.get("platform")
             if isinstance(platform, dict) and platform:
-                text = format_platform(platform)
-                # unknown/unknown is buildx's attestation manifest: not a runnable image.
-                if text != "unknown/unknown" and text not in found:
-                    found.append(text)
+                _add(found, format_platform(platform))
                 continue
             child_digest = entry.get("digest")
             if not isinstance(child_digest, str) or not _DIGEST.match(child_digest):
@@ -341,9 +314,8 @@ class RegistryClient:
                 if child_type in INDEX_TYPES:
                     self._index_platforms(ref, child_doc, stop, depth + 1, budget, found, unresolved)
                 elif child_type in MANIFEST_TYPES:
-                    text = self._config_platform(child, child_doc, stop)
-                    if text is not None and text != "unknown/unknown" and text not in found:
-                        found.append(text)  # None: an artifact (signature, SBOM), not a platform
+                    # None: an artifact (signature, SBOM), not a platform
+                    _add(found, self._config_platform(child, child_doc, stop))
                 else:
                     unresolved.append(
                         RegistryError("protocol", f"{child_digest}: unexpected media type {child_type!r}")
@@ -565,16 +537,8 @@ class RegistryClient:
 
 
 def https_proxy_for(netloc: str) -> tuple[str, int, dict[str, str]] | None:
-    """The proxy to CONNECT through for ``netloc``, from ``HTTPS_PROXY``/``NO_PROXY``; None to go direct.
-
-    Read per request with :func:`urllib.request.getproxies` and
-    :func:`urllib.request.proxy_bypass`, as ``pip``, ``requests`` and ``boto3`` do, so
-    a preview behind a corporate proxy reaches registries the way the rest of the
-    toolchain does. Loopback registries never go through a proxy (as in Go's
-    ``net/http``, which Docker and the Pulumi CLI use). Only ``http://`` proxies
-    are supported (the usual kind: TLS to the registry runs inside the tunnel);
-    another scheme raises ``unreachable`` naming it rather than silently going direct.
-    """
+    """The ``http://`` proxy to CONNECT through for ``netloc`` (``HTTPS_PROXY``/``NO_PROXY``, read as
+    urllib reads them); None to go direct, always for loopback. Another proxy scheme is an error."""
     if is_loopback(netloc):
         return None
     proxy = urllib.request.getproxies().get("https")
@@ -611,6 +575,12 @@ def format_platform(platform: dict[str, Any]) -> str:
     return "/".join(parts)
 
 
+def _add(found: list[str], platform: str | None) -> None:
+    # unknown/unknown is buildx's attestation manifest: not a runnable image.
+    if platform is not None and platform != "unknown/unknown" and platform not in found:
+        found.append(platform)
+
+
 def _basic(creds: Credentials) -> str:
     return "Basic " + b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
 
@@ -641,15 +611,9 @@ def ecr_registry(host: str) -> tuple[str, str] | None:
 
 
 class EcrCredentials:
-    """Credentials for private Amazon ECR registries: ``GetAuthorizationToken`` with the AWS credentials at hand.
-
-    Those are the ones the stack already uses (environment, profile, SSO, role):
-    boto3 or botocore resolve them as the AWS provider does; ``profile`` is the
-    stack's ``aws:profile`` if it sets one. boto3/botocore are imported lazily
-    and only here: a workload-only install has neither, and then ECR images are
-    reported as not checked, saying so. One token per registry per process (ECR
-    tokens last 12 hours).
-    """
+    """Private Amazon ECR: ``GetAuthorizationToken`` with the stack's AWS credentials (botocore's chain,
+    ``profile`` = ``aws:profile``), one token per registry per process (they last 12 h).
+    botocore is imported lazily: without it ECR images are "not checked", saying why."""
 
     def __init__(self, profile: str | None = None, timeout: float = 10.0) -> None:
         self.profile = profile
@@ -690,20 +654,10 @@ class EcrCredentials:
         return user, password
 
     def _client(self, region: str) -> Any:
-        try:
-            import boto3  # type: ignore[import-not-found]
-            from botocore.config import Config
+        import botocore.session  # boto3's sessions are botocore's: same credential chain
+        from botocore.config import Config
 
-            config = Config(
-                connect_timeout=self.timeout, read_timeout=self.timeout, retries={"max_attempts": 2}
-            )
-            return boto3.Session(profile_name=self.profile, region_name=region).client("ecr", config=config)
-        except ImportError:
-            import botocore.session
-            from botocore.config import Config
-
-            config = Config(
-                connect_timeout=self.timeout, read_timeout=self.timeout, retries={"max_attempts": 2}
-            )
-            session = botocore.session.Session(profile=self.profile)
-            return session.create_client("ecr", region_name=region, config=config)
+        config = Config(connect_timeout=self.timeout, read_timeout=self.timeout, retries={"max_attempts": 2})
+        return botocore.session.Session(profile=self.profile).create_client(
+            "ecr", region_name=region, config=config
+        )

@@ -1,24 +1,9 @@
 """Kubernetes resource quantities (``"1"``, ``"1000m"``, ``"1e0"``, ``"2Ki"``) as exact numbers.
 
-The GPU checks must accept what the API accepts for ``nvidia.com/gpu`` and refuse
-what it refuses. The API reads a quantity with ``resource.ParseQuantity``
-(apimachinery ``pkg/api/resource/quantity.go``) and, for an extended resource,
-refuses any value that is not a whole number. A Python int/float check alone would
-refuse ``"1000m"`` and ``"1e0"``, which are one GPU to the API; this module parses
-the grammar and returns a :class:`fractions.Fraction`, so "whole" is decided
-exactly, never through float rounding. No library for this is installed with the
-workloads (``pulumi`` + ``pulumi-kubernetes`` only), hence this small parser.
-
-The grammar, from ``quantity.go``::
-
-    <quantity>        ::= <signedNumber><suffix>
-    <signedNumber>    ::= <number> | <sign><number>
-    <sign>            ::= "+" | "-"
-    <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
-    <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI>
-    <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei
-    <decimalSI>       ::= n | u | m | "" | k | M | G | T | P | E
-    <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
+The GPU checks accept what the API accepts for ``nvidia.com/gpu``: ``"1000m"`` and ``"1e0"``
+are one GPU. Parsed as apimachinery's ``resource.ParseQuantity`` does (the grammar in
+``pkg/api/resource/quantity.go``) into a :class:`fractions.Fraction`, so "whole" is decided
+exactly. The workload install has no library for this (``pulumi`` + ``pulumi-kubernetes`` only).
 """
 
 from __future__ import annotations

@@ -64,7 +64,6 @@ def check_counts(spec: Mapping[str, Any], fields: Iterable[str]) -> None:
         value = spec.get(field)
         if value is None or not known(value):
             continue
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        whole = as_whole(value)
+        if whole is None or whole < 0:
             raise PodSpecError(f"spec.{field} must be a whole number >= 0, got {spec[field]!r}")
