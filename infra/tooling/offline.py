@@ -337,7 +337,7 @@ def load_project(project_dir: str | Path, stack: str) -> tuple[str, dict[str, An
     project_file = directory / "Pulumi.yaml"
     if not project_file.is_file():
         raise ProjectError(f"{directory} is not a Pulumi project: no Pulumi.yaml")
-    project = yaml.safe_load(project_file.read_text())["name"]
+    project = load_project_name(directory)
     stack_file = directory / f"Pulumi.{stack}.yaml"
     if not stack_file.is_file():
         raise ProjectError(f"no stack {stack!r} in {directory}: {stack_file.name} is missing")
