@@ -59,10 +59,8 @@ class GpuWorkloadArgs(Generic[SpecT]):
     """How long ``pulumi destroy`` waits for the deletion; default pulumi-kubernetes' own."""
 
 
-# Stand-in contract for the eager check when the real one is still an Output
-# (read from a StackReference): no user spec mentions this key, so only the
-# contract-independent checks (shape, containers, GPU counts) can fail on it.
 UNRESOLVED_PLACEMENT = Placement(key="placement.unresolved/contract", value="unresolved")
+"""The contract the eager check uses while the real one is still an Output (see :func:`place_now`)."""
 
 # How long Pulumi waits for a GPU workload to become ready (pulumi-kubernetes'
 # default is 10 minutes). The budget for one GPU pod, from nothing:
@@ -187,8 +185,8 @@ def gpu_settings(args: GpuWorkloadArgs[Any]) -> tuple[int | None, str | None]:
     return (check_gpus(args.gpus) if args.gpus is not None else None), check_profile(args.security_profile)
 
 
-Place = Callable[[Any, Placement, bool], dict[str, Any]]
-"""A component's merge: (spec in Kubernetes' form, contract, whether the contract is the real one) -> placed spec."""
+Place = Callable[..., dict[str, Any]]
+"""A component's merge: ``place(spec in Kubernetes' form, contract, placement_known=...)`` -> placed spec."""
 
 
 def place_now(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: Place) -> Any:
@@ -196,14 +194,14 @@ def place_now(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: Pla
 
     Returns the placed spec, or UNKNOWN when the whole spec is an Output. A contract
     that is still an Output (read from a StackReference) is stood in for by
-    ``UNRESOLVED_PLACEMENT``: only the contract-independent checks can fail on it.
+    ``UNRESOLVED_PLACEMENT``, which no user spec mentions: only the
+    contract-independent checks (shape, containers, GPU counts) can fail on it.
     """
     with refusals(owner):
         spec = to_wire(args.spec, spec_type, unknown=UNKNOWN)
-        if has_outputs(args.placement):
-            return place(spec, UNRESOLVED_PLACEMENT, False) if known(spec) else UNKNOWN
-        placement = as_placement(args.placement)
-        return place(spec, placement, True) if known(spec) else UNKNOWN
+        resolved = not has_outputs(args.placement)
+        placement = as_placement(args.placement) if resolved else UNRESOLVED_PLACEMENT
+        return place(spec, placement, placement_known=resolved) if known(spec) else UNKNOWN
 
 
 def place_final(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: Place, eager: Any) -> Any:
@@ -214,7 +212,7 @@ def place_final(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: P
 
     def late(both: list[Any]) -> dict[str, Any]:
         with refusals(owner):
-            return place(to_wire(both[0], spec_type), as_placement(both[1]), True)
+            return place(to_wire(both[0], spec_type), as_placement(both[1]), placement_known=True)
 
     return pulumi.Output.all(pulumi.Output.from_input(args.spec), pulumi.Output.from_input(placement)).apply(
         late

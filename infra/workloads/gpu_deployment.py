@@ -8,6 +8,7 @@ Outputs unknown during preview are fine (:mod:`infra.workloads.component`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,6 @@ import pulumi_kubernetes as k8s
 from infra.workloads import component, images
 from infra.workloads.deployment import place_deployment_checked
 from infra.workloads.durations import duration_seconds
-from infra.workloads.placement import Placement
 from infra.workloads.values import UNKNOWN, known
 
 TYPE_TOKEN = "eks-gpu:index:GpuDeployment"
@@ -66,18 +66,14 @@ class GpuDeployment(pulumi.ComponentResource):
             duration_seconds(component.DEPLOYMENT_TIMEOUT)  # opts we could not read
         )
 
-        def place(spec: Any, placement: Placement, placement_known: bool) -> dict[str, Any]:
-            return place_deployment_checked(
-                spec,
-                placement,
-                gpus,
-                pool=args.pool,
-                profile=profile,
-                rolling_update_defaults=args.rolling_update_defaults,
-                placement_known=placement_known,
-                progress_deadline=deadline,
-            )
-
+        place = functools.partial(
+            place_deployment_checked,
+            gpus=gpus,
+            pool=args.pool,
+            profile=profile,
+            rolling_update_defaults=args.rolling_update_defaults,
+            progress_deadline=deadline,
+        )
         eager = component.place_now(owner, args, SPEC_ARGS, place)
         args = images.check_workload_images(owner, args, SPEC_ARGS)
 

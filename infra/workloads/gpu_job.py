@@ -8,6 +8,7 @@ running (see :mod:`infra.workloads.component`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,7 +20,6 @@ import pulumi_kubernetes as k8s
 from infra.workloads import component, images
 from infra.workloads.durations import duration_seconds
 from infra.workloads.job import place_job_checked, replace_unready_wait
-from infra.workloads.placement import Placement
 from infra.workloads.values import UNKNOWN, PodSpecError, known
 from infra.workloads.wire import has_outputs, to_wire
 
@@ -88,11 +88,7 @@ class GpuJob(pulumi.ComponentResource):
             gpus, profile = component.gpu_settings(args)
             _check_job_settings(args)
 
-        def place(spec: Any, placement: Placement, placement_known: bool) -> dict[str, Any]:
-            return place_job_checked(
-                spec, placement, gpus, pool=args.pool, profile=profile, placement_known=placement_known
-            )
-
+        place = functools.partial(place_job_checked, gpus=gpus, pool=args.pool, profile=profile)
         eager = component.place_now(owner, args, SPEC_ARGS, place)
         with component.refusals(owner):
             timeouts = _job_timeouts(args, timeouts_given)
