@@ -25,7 +25,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from infra.platform.config import AutoscalerConfig, GpuPoolConfig
+from infra.platform.config import AutoscalerConfig, PlatformConfig, Pool
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.node_pools import (
@@ -37,7 +37,7 @@ from infra.platform.node_pools import (
     discovery_tags,
 )
 from infra.platform.pool_sizes import UNIQUE_SUFFIX, node_group_name_prefix
-from infra.workloads.placement import GPU_RESOURCE, Placement
+from infra.workloads.placement import GPU_RESOURCE
 from infra.workloads.quantity import whole_count
 from infra.workloads.scheduling import Node
 
@@ -139,15 +139,15 @@ class PoolCost:
         return (self.usd_per_hour, -self.slots_per_node)
 
 
-def pool_costs(pools: Mapping[str, GpuPoolConfig]) -> list[PoolCost]:
+def pool_costs(pools: Sequence[Pool]) -> list[PoolCost]:
     return [
         PoolCost(
-            name=name,
-            usd_per_hour=max(ARM_NVIDIA[t].usd_per_hour or 0.0 for t in pool.instance_types),
-            slots_per_node=pool.gpus_per_node * pool.time_slicing_replicas,
-            spot=pool.capacity_type == "SPOT",
+            name=pool.name,
+            usd_per_hour=max(ARM_NVIDIA[t].usd_per_hour or 0.0 for t in pool.settings.instance_types),
+            slots_per_node=pool.contract.slots_per_node,
+            spot=pool.contract.capacity_type == "SPOT",
         )
-        for name, pool in pools.items()
+        for pool in pools
     ]
 
 
@@ -176,7 +176,7 @@ def helm_values(
     cluster_name: str,
     region: str,
     kubernetes_version: str,
-    pools: Mapping[str, GpuPoolConfig],
+    pools: Sequence[Pool],
 ) -> dict[str, Any]:
     expander = config.expander
     priorities = expander_priorities(pool_costs(pools))
@@ -206,24 +206,22 @@ def helm_values(
 
 def autoscaler(
     name: str,
-    config: AutoscalerConfig,
+    config: PlatformConfig,
+    pools: Sequence[tuple[Pool, aws.eks.NodeGroup]],
     *,
-    cluster_name: str,
-    region: str,
-    kubernetes_version: str,
-    placement: Placement,
-    pools: Mapping[str, GpuPoolConfig],
-    pool_asg_names: Mapping[str, pulumi.Output[str]],
     pod_identity_agent: pulumi.Resource,
     opts: pulumi.ResourceOptions,
     k8s_opts: pulumi.ResourceOptions,
 ) -> k8s.helm.v3.Release:
-    for pool in placement.pools:
-        for key, value in asg_tags(cluster_name, placement, pool).items():
+    """The autoscaler for the GPU pools, each given with its node group (whose ASG gets the tags)."""
+    cluster_name, region = config.cluster_name, config.region
+    for pool, group in pools:
+        asg_name = group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
+        for key, value in asg_tags(cluster_name, config.contract, pool.contract).items():
             short = key.removeprefix(f"{TEMPLATE}/").replace("/", "-").replace(".", "-")
             aws.autoscaling.Tag(
                 f"{name}-{pool.name}-{short}",
-                autoscaling_group_name=pool_asg_names[pool.name],
+                autoscaling_group_name=asg_name,
                 tag={"key": key, "value": value, "propagate_at_launch": False},
                 opts=opts,
             )
@@ -247,10 +245,12 @@ def autoscaler(
         name,
         name=CHART,
         chart=CHART,
-        version=config.chart_version,
+        version=config.autoscaler.chart_version,
         repository_opts={"repo": REPOSITORY},
         namespace=NAMESPACE,
-        values=helm_values(config, cluster_name, region, kubernetes_version, pools),
+        values=helm_values(
+            config.autoscaler, cluster_name, region, config.kubernetes_version, [p for p, _ in pools]
+        ),
         atomic=True,
         cleanup_on_fail=True,
         timeout=600,

@@ -23,6 +23,7 @@ import pulumi_eks as eks
 
 from infra.platform import addons
 from infra.platform.config import PlatformConfig
+from infra.platform.network import Network
 
 LOG_TYPES = ("api", "audit", "authenticator")
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -85,10 +86,8 @@ def _warn_if_creator_listed(caller_arn: str, admins: tuple[str, ...]) -> None:
 def cluster(
     name: str,
     config: PlatformConfig,
+    net: Network,
     *,
-    vpc_id: pulumi.Input[str],
-    private_subnet_ids: pulumi.Input[list[str]],
-    public_subnet_ids: pulumi.Input[list[str]],
     key: aws.kms.Key,
     opts: pulumi.ResourceOptions,
 ) -> eks.Cluster:
@@ -102,16 +101,16 @@ def cluster(
         name,
         name=config.cluster_name,
         version=version,
-        vpc_id=vpc_id,
-        private_subnet_ids=private_subnet_ids,
-        public_subnet_ids=public_subnet_ids,
+        vpc_id=net.vpc_id,
+        private_subnet_ids=net.private_subnet_ids,
+        public_subnet_ids=net.public_subnet_ids,
         authentication_mode=eks.AuthenticationMode.API,
         access_entries=access_entries(config),
         skip_default_node_group=True,
         skip_default_security_groups=True,
         endpoint_private_access=endpoint.private_access,
         endpoint_public_access=endpoint.public_access,
-        public_access_cidrs=config.secret("endpoint", list(endpoint.public_access_cidrs))
+        public_access_cidrs=config.secret("endpoint", [str(c) for c in endpoint.public_access_cidrs])
         if endpoint.public_access
         else None,
         encryption_config_key_arn=key.arn,

@@ -1,28 +1,44 @@
 """Typed, validated stack config: every setting checked before any resource is declared.
 
-One pydantic model per config section (strict: unknown keys are refused with a
-"did you mean", wrong types at any depth are refused naming the key). Read from
-plain data (what ``Pulumi.<stack>.yaml`` holds), so it is testable without the
-engine; :func:`from_pulumi` is the thin adapter. The README's configuration
-reference is generated from these models (``infra.platform.config_docs``).
+One pydantic model per config section. Ranges, choices, lengths and formats are
+``Field`` constraints and ``Literal`` types, so the JSON schema that generates
+docs/configuration.md (``infra.platform.config_docs``) says what the models check.
+Model validators remain only for rules across fields. A refusal is pydantic's own
+message, prefixed with the key as the stack file spells it. Read from plain data
+(what ``Pulumi.<stack>.yaml`` holds), so it is testable without the engine;
+:func:`from_pulumi` is the thin adapter.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import ipaddress
+import json
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
-from infra.platform import config_types as t
 from infra.platform.gpu_metrics import MAX_ALARM_SECONDS
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.node_pools import SYSTEM_LABEL, WHOLE_GPUS
+from infra.workloads.durations import go_duration_seconds
 from infra.workloads.placement import CAPACITY_TYPES, POOL_LABEL, GpuPool, Placement, PlacementError
 
 # EKS standard support (AWS user guide, "kubernetes-versions"): 1.34 ended on
@@ -30,76 +46,104 @@ from infra.workloads.placement import CAPACITY_TYPES, POOL_LABEL, GpuPool, Place
 # minor at a time, so a 1.34 stack upgrades to 1.35 first.
 SUPPORTED_KUBERNETES_VERSIONS = ("1.35", "1.36")
 DEFAULT_KUBERNETES_VERSION = "1.35"
-NAT_GATEWAYS = ("Single", "OnePerAz")
-EXPANDERS = ("least-waste", "priority", "random", "most-pods")
 DEVICE_PLUGIN_CHART_VERSION = "0.19.3"
-MIN_GPU_DISK_GIB = 50  # CUDA base images alone are several GiB; models come on top
-# The device plugin refuses fewer than 2 replicas (api/config/v1/replicas.go); above
-# 16 a T4G's 16 GB leaves under 1 GB a slice, which no model we know of fits.
-MAX_TIME_SLICES = 16
 # Subnets each AZ gets in a new VPC: nodes and pods (VPC CNI) in private, load balancers in public.
 PRIVATE_SUBNET_PREFIX = 19
 PUBLIC_SUBNET_PREFIX = 22
 # EC2 CreateVpc takes an IPv4 block from /16 (65,536 addresses) to /28 (16).
 VPC_PREFIXES = (16, 28)
-_IAM_PRINCIPAL = r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}"
+# A pool name becomes a label value, a Pulumi resource name and the node group name prefix
+# gpu-<pool>-: EKS takes letters, digits, '-' and '_' in node group names, and the AWS provider
+# caps a name prefix at 37 characters (63 minus its 26-character unique suffix). whole-gpus names
+# the device plugin's default config, which a time-sliced pool's config (named after it) would replace.
+POOL_NAME = rf"^(?!{WHOLE_GPUS}$)[A-Za-z0-9]([A-Za-z0-9_-]{{0,30}}[A-Za-z0-9])?$"
+NAMESPACE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+CHART_VERSION = r"^\d+\.\d+\.\d+$"
 
 
 class ConfigError(ValueError):
     """A setting with a value the platform refuses; the message names the key and what is allowed."""
 
 
-def _gpu_disk(value: Any) -> int:
-    size = t.whole(20, 16384)(value)
-    if size < MIN_GPU_DISK_GIB:
-        raise ValueError(f"must be at least {MIN_GPU_DISK_GIB} for CUDA images, got {size}")
-    return size
-
-
-def _kubernetes_version(value: Any) -> str:
-    if not isinstance(value, str) or value not in SUPPORTED_KUBERNETES_VERSIONS:
-        hint = ""
-        if value == "1.34":
-            hint = (
-                "; 1.34 left EKS standard support on 2026-12-02: set 1.35 (EKS upgrades one minor at a time)"
-            )
-        raise ValueError(
-            f"must be one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} (a quoted string), got {value!r}{hint}"
-        )
+def _no_boolean(value: Any) -> Any:
+    # Lax int reads the CLI's text ("3") and JSON's 2.0, but would also read true as 1.
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
     return value
 
 
-def _principal(value: Any) -> str:
-    if isinstance(value, str) and ":sts::" in value and ":assumed-role/" in value:
-        raise ValueError(
-            f"{value!r} is an assumed-role session; give the role's ARN "
-            "(arn:aws:iam::<account>:role/<name>), which is what access entries take"
-        )
-    return t.text(_IAM_PRINCIPAL, "an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)")(
-        value
-    )
+def _cli_boolean(value: Any) -> Any:
+    # `pulumi config set` stores true as text; strict bool then refuses "yes", 1 and the like.
+    return value.lower() == "true" if isinstance(value, str) and value.lower() in ("true", "false") else value
 
 
-def _vpc_cidr(value: Any) -> str:
-    cidr = t.ipv4_cidr(value)
-    prefix = ipaddress.ip_network(cidr).prefixlen
-    low, high = VPC_PREFIXES
-    if not low <= prefix <= high:
-        raise ValueError(
-            f"must be an IPv4 block from /{low} to /{high}, the VPC sizes AWS CreateVpc accepts, got {value!r}; "
-            "e.g. 10.0.0.0/16"
-        )
-    return cidr
+def _unique(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    # Pydantic 2 dropped unique_items; the schema still says uniqueItems.
+    if len(set(items)) != len(items):
+        raise ValueError(f"lists an item twice: {list(items)}")
+    return items
 
 
-_vpc_cidr.allowed = f"IPv4 CIDR /{VPC_PREFIXES[0]} to /{VPC_PREFIXES[1]} (AWS's VPC sizes)"  # type: ignore[attr-defined]
-_gpu_disk.allowed = f"whole number {MIN_GPU_DISK_GIB}-16384"  # type: ignore[attr-defined]
-_kubernetes_version.allowed = ", ".join(f'`"{v}"`' for v in SUPPORTED_KUBERNETES_VERSIONS)  # type: ignore[attr-defined]
-_principal.allowed = "IAM role or user ARN"  # type: ignore[attr-defined]
+def _go_duration(longest: float | None = None) -> AfterValidator:
+    """A Go duration (``time.ParseDuration``); with ``longest``, positive and at most that many seconds.
+
+    Hand-written: pydantic has no Go duration type, and the grammar lives in ``infra.workloads.durations``.
+    """
+    kind = "a duration" if longest is None else "a positive duration"
+
+    def check(value: str) -> str:
+        seconds = go_duration_seconds(value)
+        if seconds is None or (longest is not None and seconds <= 0):
+            raise ValueError(
+                f"must be {kind} as Go writes it (e.g. 90s, 10m, 1h30m; units ns, us, ms, s, m, h), got {value!r}"
+            )
+        if longest is not None and seconds > longest:
+            raise ValueError(
+                f"must be at most 24h: CloudWatch refuses an alarm whose Period x EvaluationPeriods exceeds "
+                f"{longest:.0f} s (one-minute periods here), got {value!r}"
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+# Constraints go before the validators, so pydantic checks them natively and the schema states them.
+def whole(low: int, high: int) -> Any:
+    """A whole number from ``low`` to ``high``."""
+    return Annotated[int, Field(ge=low, le=high), BeforeValidator(_no_boolean)]
+
+
+def unique(item: Any, min_items: int = 0) -> Any:
+    """A list of ``item``, at least ``min_items`` long, none twice."""
+    return Annotated[
+        tuple[item, ...],
+        Field(min_length=min_items, json_schema_extra={"uniqueItems": True}),
+        AfterValidator(_unique),
+    ]
+
+
+Flag = Annotated[StrictBool, BeforeValidator(_cli_boolean)]
+Nodes = whole(0, 450)  # EKS CreateNodegroup (NodegroupScalingConfig)
+MaxNodes = whole(1, 450)
+GoDuration = Annotated[str, _go_duration(), Field(json_schema_extra={"format": "go-duration"})]
+AlarmDuration = Annotated[
+    str,
+    _go_duration(MAX_ALARM_SECONDS),
+    Field(json_schema_extra={"format": "go-duration", "exclusiveMinimum": "0s", "maximum": "24h"}),
+]
+
+
+def _pattern(regex: str, example: str) -> Any:
+    return Field(pattern=regex, examples=[example])
+
+
+SubnetId = Annotated[str, _pattern(r"^subnet-[0-9a-f]{8,17}$", "subnet-0123456789abcdef0")]
+SystemType = Literal[tuple(ARM_SYSTEM)]
+GpuType = Literal[tuple(ARM_NVIDIA)]
 
 
 class Section(BaseModel):
-    """A config object: camelCase keys as in the stack file, unknown keys refused with a suggestion."""
+    """A config object: camelCase keys as in the stack file; unknown keys refused (see :func:`_message`)."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -107,47 +151,24 @@ class Section(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         use_attribute_docstrings=True,
+        regex_engine="python-re",  # for the look-aheads that refuse reserved names
     )
-    _internal: ClassVar[frozenset[str]] = frozenset()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _an_object_with_known_keys(cls, value: Any) -> Any:
-        value = t.json_object(value)
-        allowed = [f.alias or name for name, f in cls.model_fields.items() if name not in cls._internal]
-        if not isinstance(value, Mapping):
-            raise ValueError(f"must be an object with keys {', '.join(allowed)}, got {value!r}")
-        names = set(cls.model_fields)  # Python field names, for models built in code
-        for key in value:
-            if key not in allowed and key not in names:
-                close = difflib.get_close_matches(str(key), allowed, n=1)
-                raise PydanticCustomError(
-                    "unknown_setting",
-                    "unknown setting",
-                    {"key": key, "close": close[0] if close else "", "allowed": ", ".join(allowed)},
-                )
-        return value
 
 
 class NetworkConfig(Section):
     """An existing VPC (vpcId + subnets) or a new one (cidr, availabilityZones, natGateways)."""
 
-    vpc_id: Annotated[str | None, BeforeValidator(t.text(r"vpc-[0-9a-f]{8,17}", "a VPC ID (vpc-...)"))] = None
+    vpc_id: Annotated[str, _pattern(r"^vpc-[0-9a-f]{8,17}$", "vpc-0123456789abcdef0")] | None = None
     """An existing VPC to use; then also privateSubnetIds (secret-capable)."""
-    private_subnet_ids: Annotated[
-        tuple[str, ...],
-        BeforeValidator(t.items(t.text(r"subnet-[0-9a-f]{8,17}", "a subnet ID"), min_items=2)),
-    ] = ()
+    private_subnet_ids: unique(SubnetId, 2) = ()
     """Subnets of an existing VPC for the nodes, in two AZs or more."""
-    public_subnet_ids: Annotated[
-        tuple[str, ...], BeforeValidator(t.items(t.text(r"subnet-[0-9a-f]{8,17}", "a subnet ID")))
-    ] = ()
+    public_subnet_ids: unique(SubnetId) = ()
     """Subnets of an existing VPC for internet load balancers."""
-    cidr: Annotated[str, BeforeValidator(_vpc_cidr)] = "10.0.0.0/16"
-    """A new VPC's range: it must hold a private /19 and a public /22 per AZ (checked)."""
-    availability_zones: Annotated[int, BeforeValidator(t.whole(2, 6))] = 3
+    cidr: IPv4Network = IPv4Network("10.0.0.0/16")
+    """A new VPC's range, /16 to /28 (what AWS CreateVpc takes), holding a private /19 and a public /22 per AZ (checked)."""
+    availability_zones: whole(2, 6) = 3
     """AZs of a new VPC."""
-    nat_gateways: Annotated[str, BeforeValidator(t.one_of(NAT_GATEWAYS))] = "Single"
+    nat_gateways: Literal["Single", "OnePerAz"] = "Single"
     """NAT gateways of a new VPC: one, or one per AZ (no cross-AZ dependency)."""
 
     @model_validator(mode="after")
@@ -165,12 +186,18 @@ class NetworkConfig(Section):
             raise ValueError(
                 ": an existing VPC needs both vpcId and privateSubnetIds (at least two, in two AZs)"
             )
+        low, high = VPC_PREFIXES  # a range of prefix lengths: no Field constraint says that
+        if not self.vpc_id and not low <= self.cidr.prefixlen <= high:
+            raise ValueError(
+                f".cidr must be an IPv4 block from /{low} to /{high}, the VPC sizes AWS CreateVpc accepts, "
+                f"got '{self.cidr}'; e.g. 10.0.0.0/16"
+            )
         if not self.vpc_id:
             subnet_layout(self.cidr, self.availability_zones)  # refuses a CIDR too small for the subnets
         return self
 
 
-def subnet_layout(cidr: str, zones: int) -> tuple[list[str], list[str]]:
+def subnet_layout(cidr: str | IPv4Network, zones: int) -> tuple[list[str], list[str]]:
     """The private and public subnet CIDRs a new VPC gets: private ones first, then public, aligned.
 
     Computed here, not left to awsx's allocator, so a CIDR that cannot hold them is
@@ -200,11 +227,11 @@ def subnet_layout(cidr: str, zones: int) -> tuple[list[str], list[str]]:
 
 
 class EndpointConfig(Section):
-    private_access: t.Flag = True
+    private_access: Flag = True
     """The API endpoint inside the VPC."""
-    public_access: t.Flag = True
+    public_access: Flag = True
     """The API endpoint on the internet (IAM authentication still applies)."""
-    public_access_cidrs: Annotated[tuple[str, ...], BeforeValidator(t.items(t.ipv4_cidr, min_items=1))] = ()
+    public_access_cidrs: unique(IPv4Network, 1) = ()
     """Required while publicAccess is true: no silent 0.0.0.0/0 (secret-capable)."""
 
     @model_validator(mode="after")
@@ -228,21 +255,17 @@ class EndpointConfig(Section):
 class NodeGroupConfig(Section):
     """What an EKS managed node group's CreateNodegroup takes: types, sizes, disk, capacity type."""
 
-    instance_types: Annotated[
-        tuple[str, ...],
-        BeforeValidator(t.items(t.one_of(ARM_SYSTEM, "an Arm (Graviton) system type"), min_items=1)),
-    ] = ("t4g.large",)
+    instance_types: unique(SystemType, 1) = ("t4g.large",)
     """Graviton types for CoreDNS, the autoscaler and controllers."""
-    min_size: t.Count = 2
+    min_size: Nodes = 2
     """Nodes at least (EKS CreateNodegroup: 0 or more)."""
-    desired_size: Annotated[int | None, BeforeValidator(t.whole(0, 450))] = None
+    desired_size: Nodes | None = None
     """Nodes wanted; defaults to minSize; applied as written."""
-    # CreateNodegroup: maxSize is at least 1 (botocore's EKS model, NodegroupScalingConfig).
-    max_size: Annotated[int, BeforeValidator(t.whole(1, 450))] = 3
+    max_size: MaxNodes = 3
     """Nodes at most (EKS CreateNodegroup: 1 or more)."""
-    disk_size_gib: Annotated[int, BeforeValidator(t.whole(20, 16384)), Field(alias="diskSizeGiB")] = 30
+    disk_size_gib: Annotated[whole(20, 16384), Field(alias="diskSizeGiB")] = 30
     """Encrypted gp3 root volume, GiB."""
-    capacity_type: Annotated[str, BeforeValidator(t.one_of(CAPACITY_TYPES))] = "ON_DEMAND"
+    capacity_type: Literal[CAPACITY_TYPES] = "ON_DEMAND"
     """SPOT nodes can be reclaimed with two minutes' notice; their pods reschedule."""
 
     @model_validator(mode="after")
@@ -262,7 +285,9 @@ class NodeGroupConfig(Section):
 
 
 class TimeSlicingConfig(Section):
-    replicas: Annotated[int, BeforeValidator(t.whole(2, MAX_TIME_SLICES))]
+    # The device plugin refuses fewer than 2 replicas (api/config/v1/replicas.go); above 16 a
+    # T4G's 16 GB leaves under 1 GB a slice, which no model we know of fits.
+    replicas: whole(2, 16)
     """Pods per GPU; each gets time slices, not isolated memory. Requests above 1 GPU are refused."""
 
 
@@ -274,22 +299,19 @@ class SharingConfig(Section):
 class GpuPoolConfig(NodeGroupConfig):
     """A GPU pool: a managed node group of one GPU count, tainted and labelled by the contract."""
 
-    instance_types: Annotated[
-        tuple[str, ...],
-        BeforeValidator(t.items(t.one_of(ARM_NVIDIA, "an Arm NVIDIA instance type"), min_items=1)),
-    ] = ("g5g.xlarge",)
+    instance_types: unique(GpuType, 1) = ("g5g.xlarge",)
     """Arm + NVIDIA T4G types, all with the same GPU count (x86 GPU types cannot run the Arm AMI)."""
-    min_size: t.Count = 0
+    min_size: Nodes = 0
     """Nodes at least; 0 lets the pool scale from zero."""
-    desired_size: Annotated[int | None, BeforeValidator(t.whole(0, 450))] = None
+    desired_size: Nodes | None = None
     """A new pool's size (default minSize); later the pool keeps the nodes it runs, raised to minSize (autoscaler off: to a larger desiredSize)."""
-    max_size: Annotated[int, BeforeValidator(t.whole(1, 450))] = 2
+    max_size: MaxNodes = 2
     """Nodes at most: as far as the autoscaler may go; not below the nodes the pool runs (checked)."""
-    disk_size_gib: Annotated[int, BeforeValidator(_gpu_disk), Field(alias="diskSizeGiB")] = 100
-    """Encrypted gp3 root volume, GiB (CUDA images are large)."""
+    disk_size_gib: Annotated[whole(50, 16384), Field(alias="diskSizeGiB")] = 100
+    """Encrypted gp3 root volume, GiB: CUDA base images alone are several GiB, models come on top."""
     sharing: SharingConfig | None = None
     """Time-slicing: {timeSlicing: {replicas: N}}; without it, whole GPUs."""
-    node_repair: t.Flag = True
+    node_repair: Flag = True
     """EKS node auto-repair: replace a node whose health checks fail."""
 
     @model_validator(mode="after")
@@ -306,30 +328,17 @@ class GpuPoolConfig(NodeGroupConfig):
     def gpus_per_node(self) -> int:
         return ARM_NVIDIA[self.instance_types[0]].gpus
 
+
+@dataclass(frozen=True)
+class Pool:
+    """One GPU pool on its way to resources: its contract (what consumers see) and its node group's settings."""
+
+    contract: GpuPool
+    settings: GpuPoolConfig
+
     @property
-    def time_slicing_replicas(self) -> int:
-        return self.sharing.time_slicing.replicas if self.sharing else 1
-
-
-# A pool name becomes a label value, a Pulumi resource name and the node group name prefix
-# gpu-<pool>-: EKS takes letters, digits, '-' and '_' in node group names, and the AWS
-# provider caps a name prefix at 37 characters (63 minus its 26-character unique suffix).
-_POOL_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_-]{0,30}[A-Za-z0-9])?")
-
-
-def _pool_name(value: Any) -> str:
-    if not isinstance(value, str) or not _POOL_NAME.fullmatch(value):
-        raise ValueError(
-            f"pool name {value!r} must be 1-32 letters, digits, '-' or '_', starting and ending with a "
-            "letter or digit (it becomes a node label value and part of the EKS node group's name)"
-        )
-    if value == WHOLE_GPUS:
-        raise ValueError(
-            f"pool name {value!r} is reserved: it names the NVIDIA device plugin's default config, which "
-            "every pool without sharing runs, and a time-sliced pool's config takes its pool's name; "
-            f"allowed: any other name of 1-32 letters, digits, '-' or '_'"
-        )
-    return value
+    def name(self) -> str:
+        return self.contract.name
 
 
 class PlacementConfig(Section):
@@ -340,118 +349,86 @@ class PlacementConfig(Section):
 
 
 class DevicePluginConfig(Section):
-    chart_version: Annotated[
-        str, BeforeValidator(t.text(r"\d+\.\d+\.\d+", "a pinned chart version such as 0.19.3"))
-    ] = DEVICE_PLUGIN_CHART_VERSION
+    chart_version: Annotated[str, _pattern(CHART_VERSION, DEVICE_PLUGIN_CHART_VERSION)] = (
+        DEVICE_PLUGIN_CHART_VERSION
+    )
     """nvidia-device-plugin chart, pinned."""
     namespace: Annotated[
-        str,
-        BeforeValidator(
-            t.text(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a namespace name (lower-case, <= 63 chars)")
-        ),
+        str, _pattern(rf"^(?!default$|kube-system$){NAMESPACE[1:]}", "nvidia-device-plugin")
     ] = "nvidia-device-plugin"
     """Its own namespace (the chart refuses default)."""
 
-    @model_validator(mode="after")
-    def _own_namespace(self) -> DevicePluginConfig:
-        if self.namespace in ("default", "kube-system"):
-            raise ValueError(
-                f".namespace must be its own namespace, not {self.namespace!r} (the chart refuses 'default')"
-            )
-        return self
-
 
 class AutoscalerConfig(Section):
-    enabled: t.Flag = True
+    enabled: Flag = True
     """false declares no autoscaler resources at all; the pools keep the nodes they run and minSize/desiredSize size them."""
-    chart_version: Annotated[
-        str, BeforeValidator(t.text(r"\d+\.\d+\.\d+", "a pinned chart version such as 9.59.0"))
-    ] = "9.59.0"
+    chart_version: Annotated[str, _pattern(CHART_VERSION, "9.59.0")] = "9.59.0"
     """cluster-autoscaler chart, pinned; the image follows kubernetesVersion."""
-    expander: Annotated[str, BeforeValidator(t.one_of(EXPANDERS))] = "least-waste"
+    expander: Literal["least-waste", "priority", "random", "most-pods"] = "least-waste"
     """How it picks among equally ranked pools; when pools differ in node price, pods per node or capacity type, priority (cheapest node first, spot first among equals) goes in front."""
-    scale_down_unneeded_time: Annotated[str, BeforeValidator(t.duration())] = "10m"
+    scale_down_unneeded_time: GoDuration = "10m"
     """How long a GPU node sits idle before it is removed."""
-    balance_similar_node_groups: t.Flag = True
+    balance_similar_node_groups: Flag = True
     """Spread scale-ups over alike pools (never across spot and on-demand: their labels differ)."""
 
 
 _SECTION = Field(default_factory=dict, validate_default=True)  # defaults go through the same checks
-_SNS_TOPIC_ARN = r"arn:aws(-cn|-us-gov)?:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?"
-_NAMESPACE = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
-
-
-def _alarm_duration(value: Any) -> str:
-    """A positive Go duration of at most a day: CloudWatch's cap on Period x EvaluationPeriods.
-
-    Refused here, naming the key, rather than by PutMetricAlarm in the middle of ``pulumi up``.
-    """
-    value = t.duration(positive=True)(value)
-    seconds = t.go_duration_seconds(value) or 0.0
-    if seconds > MAX_ALARM_SECONDS:
-        raise ValueError(
-            f"must be at most 24h: CloudWatch refuses an alarm whose Period x EvaluationPeriods exceeds "
-            f"{MAX_ALARM_SECONDS} s (one-minute periods here), got {value!r}"
-        )
-    return value
-
-
-_alarm_duration.allowed = "positive Go duration up to `24h` (`90s`, `10m`, `1h30m`)"  # type: ignore[attr-defined]
 
 
 class AlarmsConfig(Section):
     """CloudWatch alarms on the GPU pools."""
 
-    sns_topic_arn: Annotated[
-        str | None,
-        BeforeValidator(t.text(_SNS_TOPIC_ARN, "an SNS topic ARN (arn:aws:sns:<region>:<12 digits>:<name>)")),
-    ] = None
+    sns_topic_arn: (
+        Annotated[
+            str,
+            _pattern(
+                r"^arn:aws(-cn|-us-gov)?:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$",
+                "arn:aws:sns:us-west-2:123456789012:gpu-oncall",
+            ),
+        ]
+        | None
+    ) = None
     """Where alarms notify; unset: the alarms exist but notify nobody."""
-    gpu_pod_pending_for: Annotated[str, BeforeValidator(_alarm_duration)] = "10m"
+    gpu_pod_pending_for: AlarmDuration = "10m"
     """Alarm when pods stay unschedulable this long (a stuck GPU scale-up; 8 of every 10 minutes); rounded up to whole minutes."""
-    node_not_ready_for: Annotated[str, BeforeValidator(_alarm_duration)] = "10m"
+    node_not_ready_for: AlarmDuration = "10m"
     """Alarm when a node stays NotReady this long; rounded up to whole minutes."""
 
 
 class ObservabilityConfig(Section):
     """GPU metrics (CloudWatch add-on with dcgm-exporter), node health for repair, dashboard and alarms."""
 
-    enabled: t.Flag = True
+    enabled: Flag = True
     """The CloudWatch Observability add-on, its IAM role, the GPU dashboard and the alarms."""
-    container_logs: t.Flag = False
+    container_logs: Flag = False
     """Fluent Bit shipping every container's stdout to CloudWatch Logs (billed per GB)."""
-    node_monitoring_agent: t.Flag = True
+    node_monitoring_agent: Flag = True
     """The eks-node-monitoring-agent add-on: the node conditions node auto-repair acts on."""
-    gpu_namespaces: Annotated[
-        tuple[str, ...], BeforeValidator(t.items(t.text(_NAMESPACE, "a namespace name")))
-    ] = ()
+    gpu_namespaces: unique(Annotated[str, _pattern(NAMESPACE, "inference")]) = ()
     """Namespaces of GPU workloads: the dashboard adds their pending pods."""
     alarms: Annotated[AlarmsConfig, _SECTION]
     """Alarm thresholds and the SNS topic."""
 
 
-def _default_pools() -> dict[str, Any]:
-    return {"default": {}}
-
-
 class PlatformConfig(Section):
     """The whole stack config. ``region`` and ``cluster_name`` default from the stack."""
 
-    _internal: ClassVar[frozenset[str]] = frozenset({"region", "secret_keys"})
-
-    region: str
-    secret_keys: frozenset[str] = frozenset()
+    region: SkipJsonSchema[str]
+    secret_keys: SkipJsonSchema[frozenset[str]] = frozenset()
     """Config keys set with ``--secret``: their values reach resources only as secret Outputs."""
-    cluster_name: Annotated[
-        str, BeforeValidator(t.text(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}", "1-100 letters, digits, '-' or '_'"))
-    ]
+    cluster_name: Annotated[str, _pattern(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$", "eks-gpu-platform-dev")]
     """The EKS cluster's name; default <project>-<stack>."""
-    kubernetes_version: Annotated[str, BeforeValidator(_kubernetes_version)] = DEFAULT_KUBERNETES_VERSION
-    """EKS minor in standard support; a bump upgrades control plane, node groups, add-ons and autoscaler image."""
-    cluster_admins: Annotated[
-        tuple[str, ...],
-        BeforeValidator(t.items(_principal)),
-    ] = ()
+    kubernetes_version: Literal[SUPPORTED_KUBERNETES_VERSIONS] = DEFAULT_KUBERNETES_VERSION
+    """EKS minor in standard support, a quoted string; a bump upgrades control plane, node groups, add-ons and autoscaler image."""
+    cluster_admins: unique(
+        Annotated[
+            str,
+            _pattern(
+                r"^arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$",
+                "arn:aws:iam::123456789012:role/ci-deploy",
+            ),
+        ]
+    ) = ()
     """IAM roles or users that get cluster-admin access entries (the creator always has one)."""
     network: Annotated[NetworkConfig, _SECTION]
     """A new VPC (cidr, availabilityZones, natGateways) or an existing one (vpcId, subnets)."""
@@ -460,7 +437,8 @@ class PlatformConfig(Section):
     system_nodes: Annotated[NodeGroupConfig, _SECTION]
     """The untainted node group for CoreDNS, the autoscaler and controllers."""
     gpu_pools: Annotated[
-        dict[str, GpuPoolConfig], Field(default_factory=_default_pools, validate_default=True)
+        dict[Annotated[str, Field(pattern=POOL_NAME)], GpuPoolConfig],
+        Field(default_factory=lambda: {"default": {}}, validate_default=True, min_length=1),
     ]
     """GPU pools by name (not whole-gpus, the device plugin's default config): each a managed node group tainted and labelled by the contract, plus eks-gpu/pool=<name>."""
     placement: Annotated[PlacementConfig, _SECTION]
@@ -469,38 +447,15 @@ class PlatformConfig(Section):
     """The NVIDIA device plugin Helm release."""
     autoscaler: Annotated[AutoscalerConfig, _SECTION]
     """Cluster Autoscaler, which scales the GPU pools (only them) from and to zero."""
-    production: t.Flag = False
+    production: Flag = False
     """true protects the VPC, the KMS key and the cluster from deletion and replacement; GPU pools stay replaceable."""
     observability: Annotated[ObservabilityConfig, _SECTION]
     """GPU metrics, node health agents, the GPU dashboard and alarms."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _gpu_nodes_moved(cls, value: Any) -> Any:
-        if isinstance(value, Mapping) and "gpuNodes" in value:
-            raise ValueError(
-                ".gpuNodes was replaced by gpuPools, a map from pool name to the same fields plus sharing; write\n"
-                "  eks-gpu-platform:gpuPools:\n"
-                "    default:\n"
-                "      instanceTypes: [g5g.xlarge]\n"
-                "      minSize: 0\n"
-                "      maxSize: 2"
-            )
-        return value
-
     @model_validator(mode="after")
     def _consistent(self) -> PlatformConfig:
-        if not self.gpu_pools:
-            raise ValueError(
-                ".gpuPools is empty: declare at least one pool, e.g. {default: {instanceTypes: [g5g.xlarge]}}"
-            )
-        for name in self.gpu_pools:
-            try:
-                _pool_name(name)
-            except ValueError as error:
-                raise ValueError(f".gpuPools.{name}: {error}") from None
         try:
-            contract = self.contract
+            contract = self.contract  # the contract checks its key, value and pools
         except PlacementError as error:
             raise ValueError(f".placement: {error}") from None
         taken = {POOL_LABEL: "the pool label", SYSTEM_LABEL: "the system group's label"}
@@ -518,22 +473,103 @@ class PlatformConfig(Section):
 
         return pulumi.Output.secret(value)
 
-    @property
-    def contract(self) -> Placement:
-        """The placement contract with this stack's pools: what node groups, plugin and consumers read."""
-        pools = tuple(
-            GpuPool(
-                name=name,
-                gpus_per_node=pool.gpus_per_node,
-                time_slicing_replicas=pool.time_slicing_replicas,
-                capacity_type=pool.capacity_type,
+    @functools.cached_property
+    def pools(self) -> tuple[Pool, ...]:
+        """Each GPU pool as the contract states it, with its node group's settings: the one walk over gpuPools."""
+        return tuple(
+            Pool(
+                GpuPool(
+                    name=name,
+                    gpus_per_node=pool.gpus_per_node,
+                    time_slicing_replicas=pool.sharing.time_slicing.replicas if pool.sharing else 1,
+                    capacity_type=pool.capacity_type,
+                ),
+                pool,
             )
             for name, pool in self.gpu_pools.items()
         )
-        return Placement(key=self.placement.key, value=self.placement.value, pools=pools)
+
+    @functools.cached_property
+    def contract(self) -> Placement:
+        """The placement contract with this stack's pools: what node groups, plugin and consumers read."""
+        return Placement(
+            key=self.placement.key, value=self.placement.value, pools=tuple(p.contract for p in self.pools)
+        )
+
+
+@functools.cache
+def json_schema() -> dict[str, Any]:
+    """The stack config's JSON schema (stack-file keys): what the docs and the refusals say is allowed."""
+    return PlatformConfig.model_json_schema()
+
+
+def resolve(node: Mapping[str, Any]) -> dict[str, Any]:
+    """A schema node with its ``$ref`` and optional (``anyOf`` with null) unwrapped; the field's own keys win."""
+    node = dict(node)
+    while "$ref" in node or "anyOf" in node:
+        if "$ref" in node:
+            inner = json_schema()["$defs"][node.pop("$ref").rsplit("/", 1)[-1]]
+        else:
+            inner = next(n for n in node.pop("anyOf") if n.get("type") != "null")
+        node = {**inner, **node}
+    return node
+
+
+def _schema_at(loc: tuple[Any, ...]) -> dict[str, Any]:
+    node = resolve(json_schema())
+    for part in loc:
+        if isinstance(part, int):
+            node = resolve(node.get("items", {}))
+        elif part in node.get("properties", {}):
+            node = resolve(node["properties"][part])
+        else:  # a map's value (gpuPools.<pool>)
+            node = resolve(next(iter(node.get("patternProperties", {}).values()), {}))
+    return node
+
+
+# Known mistakes, and what to write instead: (key, value) patterns and the hint added to the refusal.
+HINTS = (
+    (
+        "kubernetesVersion",
+        r"1\.34",
+        "1.34 left EKS standard support on 2026-12-02: set 1.35 (EKS upgrades one minor at a time)",
+    ),
+    (
+        r"clusterAdmins\[\d+\]",
+        r"arn:aws[\w-]*:sts::\d+:assumed-role/.*",
+        "that is an assumed-role session; give the role's ARN (arn:aws:iam::<account>:role/<name>), "
+        "which is what access entries take",
+    ),
+    (
+        r"gpuPools key .*",
+        WHOLE_GPUS,
+        f"{WHOLE_GPUS!r} is reserved: it names the NVIDIA device plugin's default config, which every pool "
+        "without sharing runs, and a time-sliced pool's config takes its pool's name",
+    ),
+    (
+        r"gpuPools key .*",
+        r".*",
+        "a pool name is 1-32 letters, digits, '-' or '_', starting and ending with a letter or digit "
+        "(it becomes a node label value and part of the EKS node group's name)",
+    ),
+    (
+        r"devicePlugin\.namespace",
+        r"default|kube-system",
+        "the chart refuses 'default'; give it its own namespace",
+    ),
+    (
+        "gpuNodes",
+        r".*",
+        "gpuNodes was replaced by gpuPools, a map from pool name to the same fields plus sharing; write\n"
+        "  eks-gpu-platform:gpuPools:\n    default:\n      instanceTypes: [g5g.xlarge]\n      minSize: 0\n"
+        "      maxSize: 2",
+    ),
+)
 
 
 def _setting(loc: tuple[Any, ...]) -> str:
+    if loc[-1:] == ("[key]",):  # a map's key: the pool's name itself
+        return f"{_setting(loc[:-2])} key {loc[-2]!r}"
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -541,23 +577,38 @@ def _setting(loc: tuple[Any, ...]) -> str:
 
 
 def _message(error: Mapping[str, Any]) -> str:
-    setting = _setting(tuple(error["loc"]))
-    if error["type"] == "unknown_setting":
-        ctx = error["ctx"]
-        prefix = f"{setting}." if setting else ""
-        hint = f" (did you mean {prefix}{ctx['close']}?)" if ctx["close"] else ""
-        return f"unknown setting {prefix}{ctx['key']}{hint}; allowed: {ctx['allowed']}"
-    if error["type"] == "missing":
-        return f"{setting} is required"
-    if error["type"] != "value_error":
-        return f"{setting}: {error['msg']}"
-    message = str(error["ctx"]["error"])
-    while message.startswith("["):
-        index, _, message = message[1:].partition("] ")
-        setting += f"[{index}]"
-    if not setting:
-        return message.lstrip(".: ")
-    return f"{setting}{message}" if message[:1] in ".:" else f"{setting} {message}"
+    """One refusal: the key as the stack file spells it, pydantic's message, the value, a hint if known."""
+    loc = tuple(error["loc"])
+    setting, kind = _setting(loc), error["type"]
+    if kind == "extra_forbidden":
+        allowed = list(_schema_at(loc[:-1]).get("properties", {}))
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f" (did you mean {_setting((*loc[:-1], close[0]))}?)" if close else ""
+        message = f"unknown setting {setting}{hint}; allowed: {', '.join(allowed)}"
+    elif kind == "missing":
+        message = f"{setting} is required"
+    elif kind == "value_error":  # our own checks: the message continues the key
+        text = str(error["ctx"]["error"])
+        message = f"{setting}{text}" if text[:1] in ".:" or not setting else f"{setting} {text}"
+        message = message.lstrip(".: ")
+    else:
+        got = "" if ", got" in error["msg"] else f", got {error['input']!r}"
+        message = f"{setting}: {error['msg']}{got}"
+        examples = _schema_at(loc).get("examples") if kind == "string_pattern_mismatch" else None
+        if examples:
+            message += f"; e.g. {examples[0]}"
+    for key, value, hint in HINTS:
+        if re.fullmatch(key, setting) and re.fullmatch(value, str(error.get("input")), re.S):
+            return f"{message}; {hint}"
+    return message
+
+
+def _most_specific(errors: list[Any]) -> list[Any]:
+    """Errors not explained by one deeper down (a list too short only because its items were refused)."""
+    locs = [tuple(e["loc"]) for e in errors]
+    return [
+        e for e, loc in zip(errors, locs, strict=True) if not any(o[: len(loc)] == loc != o for o in locs)
+    ]
 
 
 # Keys whose values may be secret: each reaches resources through ``PlatformConfig.secret``.
@@ -565,6 +616,16 @@ def _message(error: Mapping[str, Any]) -> str:
 SECRET_CAPABLE = ("clusterAdmins", "endpoint", "network")
 # Namespaces a stack file may use besides the project's own: the providers this program runs.
 PROVIDER_NAMESPACES = ("aws", "awsx", "eks", "kubernetes", "pulumi")
+
+
+def _json(value: Any) -> Any:
+    """The CLI hands objects and lists over as JSON text."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
 
 
 def load(
@@ -579,12 +640,10 @@ def load(
         raise ConfigError(
             "aws:region is required: run `pulumi config set aws:region us-west-2` (or your region)"
         )
-    for internal in ("region", "secret_keys"):
+    for internal in ("region", "secretKeys", "secret_keys"):
         if internal in raw:
             where = "aws:region" if internal == "region" else "`pulumi config set --secret`"
             raise ConfigError(f"unknown setting {internal}: set it with {where}, not under this project")
-    data = {k: t.json_object(v) for k, v in raw.items()}
-    data.setdefault("clusterName", default_cluster_name)
     cannot = sorted(secret_keys - set(SECRET_CAPABLE))
     if cannot:
         raise ConfigError(
@@ -592,10 +651,11 @@ def load(
             f"which Pulumi shows in URNs and plans; set them without --secret (secrets are supported for "
             f"{', '.join(SECRET_CAPABLE)})"
         )
+    data = {"clusterName": default_cluster_name, **{k: _json(v) for k, v in raw.items()}}
     try:
         return PlatformConfig.model_validate({**data, "region": region, "secret_keys": secret_keys})
     except ValidationError as error:
-        raise ConfigError("; ".join(_message(e) for e in error.errors())) from None
+        raise ConfigError("; ".join(_message(e) for e in _most_specific(error.errors()))) from None
 
 
 def from_pulumi() -> PlatformConfig:
@@ -636,6 +696,7 @@ __all__ = [
     "NetworkConfig",
     "NodeGroupConfig",
     "PlatformConfig",
+    "Pool",
     "load",
     "subnet_layout",
 ]

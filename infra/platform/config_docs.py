@@ -1,77 +1,73 @@
-"""The configuration reference (docs/configuration.md), generated from the config models so docs and code cannot disagree.
+"""The configuration reference (docs/configuration.md), generated from the config models' JSON schema.
 
     python -m infra.platform.config_docs          # print the table
     python -m infra.platform.config_docs --write  # replace it in docs/configuration.md
 
-``tests/platform/test_config_docs.py`` fails when the docs' copy drifts.
+What the "allowed" column says is what the schema says the models check, so docs and
+code cannot disagree; ``tests/platform/test_config_docs.py`` fails when the docs' copy drifts.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any
 
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
-
-from infra.platform.config import GpuPoolConfig, PlatformConfig, Section
+from infra.platform.config import json_schema, resolve
 
 CONFIGURATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
-# Defaults the stack supplies, and checks made by the contract rather than a field validator.
+# Defaults the stack supplies, and checks the placement contract makes (infra/workloads/placement.py).
 DOC_DEFAULTS = {"clusterName": "`<project>-<stack>`"}
 DOC_ALLOWED = {"placement.key": "label key syntax", "placement.value": "label value syntax, a string"}
+FORMATS = {"ipv4network": "IPv4 CIDR", "go-duration": "Go duration (`90s`, `10m`, `1h30m`)"}
 
 
-def _allowed(field: FieldInfo) -> str:
-    for meta in field.metadata:
-        check = getattr(meta, "func", None)
-        if check is not None and hasattr(check, "allowed"):
-            return check.allowed
+def allowed(node: Mapping[str, Any]) -> str:
+    """What a schema node accepts, in a few words."""
+    if "enum" in node:
+        return ", ".join(_code(v) for v in node["enum"])
+    if node.get("type") == "array":
+        repeats = ", no repeats" if node.get("uniqueItems") else ""
+        return f"list ({node.get('minItems', 0)}+{repeats}) of {allowed(resolve(node['items']))}"
+    if node.get("type") == "integer":
+        return f"whole number {node['minimum']}-{node['maximum']}"
+    if node.get("type") == "boolean":
+        return "true / false"
+    if "format" in node:
+        low = f" above `{node['exclusiveMinimum']}`" if "exclusiveMinimum" in node else ""
+        high = f" up to `{node['maximum']}`" if "maximum" in node else ""
+        return FORMATS[node["format"]] + ",".join(("", *(part for part in (low, high) if part)))
+    if "pattern" in node:
+        return f"`{node['pattern']}`".replace("|", "\\|") + f", e.g. `{node['examples'][0]}`"
     return ""
 
 
-def _section(annotation: Any) -> type[Section] | None:
-    for candidate in (annotation, *get_args(annotation)):
-        if isinstance(candidate, type) and issubclass(candidate, Section):
-            return candidate
-    return None
-
-
-def _default(field: FieldInfo) -> str:
-    if field.is_required():
-        return "(required)"
-    value = field.get_default(call_default_factory=True)
-    if isinstance(value, BaseModel) or value in ({}, None) or isinstance(value, dict):
+def _code(value: Any) -> str:
+    """A value as the stack file writes it: text that YAML would read as a number in quotes."""
+    if value is None or isinstance(value, dict):
         return ""
-    if isinstance(value, tuple):
+    if isinstance(value, list):
         return f"`[{', '.join(value)}]`"
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
     return f'`"{value}"`' if isinstance(value, str) and value[:1].isdigit() else f"`{value}`"
 
 
-def _rows(model: type[Section], prefix: str) -> list[tuple[str, str, str, str]]:
-    rows = []
-    for name, field in model.model_fields.items():
-        if name in model._internal:
-            continue
-        key = f"{prefix}{field.alias or name}"
-        annotation = field.annotation
-        if get_origin(annotation) is dict:  # a map of named sections: gpuPools.<name>
-            rows.append((key, "", "map of pool name to the fields below", field.description or ""))
-            rows += _rows(GpuPoolConfig, f"{key}.<pool>.")
-            continue
-        section = _section(annotation)
-        if section is not None:
-            rows.append((key, "", "object", field.description or section.__doc__.splitlines()[0]))
-            rows += _rows(section, f"{key}.")
-            continue
-        default = DOC_DEFAULTS.get(key) or _default(field)
-        allowed = DOC_ALLOWED.get(key) or _allowed(field)
-        rows.append((key, default, allowed, (field.description or "").replace("\n", " ")))
-    return rows
+def _rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str, str, str]]:
+    for name, field in schema["properties"].items():
+        key, node = f"{prefix}{name}", resolve(field)
+        what = (node.get("description") or "").splitlines()[0]
+        if "patternProperties" in node:  # a map of named sections: gpuPools.<pool>
+            yield key, "", "map of pool name to the fields below", what
+            yield from _rows(resolve(next(iter(node["patternProperties"].values()))), f"{key}.<pool>.")
+        elif "properties" in node:
+            yield key, "", "object", what
+            yield from _rows(node, f"{key}.")
+        else:
+            default = DOC_DEFAULTS.get(key) or ("(required)" if name in schema.get("required", ()) else "")
+            yield key, default or _code(node.get("default")), DOC_ALLOWED.get(key) or allowed(node), what
 
 
 def reference() -> str:
@@ -80,8 +76,7 @@ def reference() -> str:
     lines.append(
         "| `aws:region` | (required) | an AWS region with g5g capacity | where everything is built |"
     )
-    for key, default, allowed, what in _rows(PlatformConfig, ""):
-        lines.append(f"| `{key}` | {default} | {allowed} | {what} |")
+    lines += [f"| `{key}` | {default} | {ok} | {what} |" for key, default, ok, what in _rows(json_schema())]
     return "\n".join(lines)
 
 

@@ -2,7 +2,8 @@
 
 ``GpuPlatform`` declares it all from a validated :class:`PlatformConfig`, as
 children of one ``eks-gpu:index:GpuPlatform`` component; the root ``__main__.py`` only reads
-config, calls it and exports what consumer stacks need.
+config, calls it and exports what consumer stacks need. The GPU pools are walked once,
+from ``config.pools`` (each pool's contract with its node group's settings) to resources.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import pulumi_kubernetes as k8s
 from infra.platform import addons, node_pools, pool_sizes
 from infra.platform.autoscaler import autoscaler
 from infra.platform.cluster import cluster, secrets_key
-from infra.platform.config import PlatformConfig
+from infra.platform.config import PlatformConfig, Pool
 from infra.platform.device_plugin import device_plugin
 from infra.platform.iam import node_role
-from infra.platform.network import network
+from infra.platform.network import Network, network
 from infra.platform.node_group import managed_node_group
 from infra.platform.observability import observability, pool_views, settings_from_config
 
@@ -33,87 +34,35 @@ class GpuPlatform(pulumi.ComponentResource):
         # Read before anything is declared: a maxSize below the nodes a pool runs is refused here.
         sizes = pool_sizes.desired_sizes(config)
         super().__init__(TYPE_TOKEN, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         # Production stacks protect what must never go by accident and cannot be rebuilt in place: the
         # VPC, the KMS key and the cluster. Not the GPU pools: replacing or removing one is routine
         # (docs/decisions/0004-production-protects-network-key-cluster.md).
         guarded = pulumi.ResourceOptions(parent=self, protect=config.production)
-
         net = network(f"{name}-vpc", config.network, guarded, secret=lambda v: config.secret("network", v))
         key = secrets_key(f"{name}-secrets", guarded)
-        self.cluster = cluster(
-            f"{name}-eks",
-            config,
-            vpc_id=net.vpc_id,
-            private_subnet_ids=net.private_subnet_ids,
-            public_subnet_ids=net.public_subnet_ids,
-            key=key,
-            opts=guarded,
-        )
-        nodes = node_role(f"{name}-node", child)
-        # Node groups come after the cluster and the role's policy attachments, and go before them.
-        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[self.cluster, *nodes.attachments])
-
-        self.system_nodes = managed_node_group(
-            f"{name}-system",
-            cluster_name=config.cluster_name,
-            node_group_name_prefix="system-",
-            node_role_arn=nodes.role.arn,
-            subnet_ids=net.private_subnet_ids,
-            kubernetes_version=config.kubernetes_version,
-            ami_type=SYSTEM_AMI_TYPE,
-            group=config.system_nodes,
-            labels=dict(node_pools.SYSTEM_LABELS),
-            opts=after_cluster,
-        )
-        contract = config.contract
-        autoscaled = config.autoscaler.enabled
-        self.gpu_pools: dict[str, aws.eks.NodeGroup] = {}
-        for pool in contract.pools:
-            settings = config.gpu_pools[pool.name]
-            self.gpu_pools[pool.name] = managed_node_group(
-                f"{name}-gpu-{pool.name}",
-                cluster_name=config.cluster_name,
-                node_group_name_prefix=pool_sizes.node_group_name_prefix(pool.name),
-                node_role_arn=nodes.role.arn,
-                subnet_ids=net.private_subnet_ids,
-                kubernetes_version=config.kubernetes_version,
-                ami_type=GPU_AMI_TYPE,
-                group=settings,
-                labels=node_pools.labels(contract, pool),
-                taints=[contract.eks_taint()],
-                tags=node_pools.node_group_tags(pool),
-                node_repair=settings.node_repair,
-                opts=after_cluster,
-                desired_size=sizes[pool.name],  # never below what the pool runs now
-            )
+        self.cluster = cluster(f"{name}-eks", config, net, key=key, opts=guarded)
+        gpu_pools = self._node_groups(name, config, net, sizes)
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes])
         self.pod_identity_agent = self._addon(name, addons.POD_IDENTITY_AGENT, config, after_nodes)
         self._addon(name, addons.COREDNS, config, after_nodes)
 
         self.kubeconfig = pulumi.Output.secret(self.cluster.kubeconfig_json)
-        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
-        on_cluster = pulumi.ResourceOptions(
-            parent=self, provider=self.provider, depends_on=list(self.gpu_pools.values())
+        self.provider = k8s.Provider(
+            f"{name}-k8s", kubeconfig=self.kubeconfig, opts=pulumi.ResourceOptions(parent=self)
         )
+        after_pools = list(self.gpu_pools.values())
+        on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=after_pools)
+        contract = config.contract
         self.device_plugin_namespace, self.device_plugin = device_plugin(
             "nvidia-device-plugin", config.device_plugin, contract, on_cluster
         )
-        if autoscaled:
+        if config.autoscaler.enabled:
             autoscaler(
                 "cluster-autoscaler",
-                config.autoscaler,
-                cluster_name=config.cluster_name,
-                region=config.region,
-                kubernetes_version=config.kubernetes_version,
-                placement=contract,
-                pools=config.gpu_pools,
-                pool_asg_names={
-                    pool: group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
-                    for pool, group in self.gpu_pools.items()
-                },
+                config,
+                gpu_pools,
                 pod_identity_agent=self.pod_identity_agent,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.gpu_pools.values())),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=after_pools),
                 k8s_opts=pulumi.ResourceOptions(
                     parent=self, provider=self.provider, depends_on=[self.system_nodes]
                 ),
@@ -131,6 +80,50 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=after_nodes,
         )
         self.register_outputs({"kubeconfig": self.kubeconfig})
+
+    def _node_groups(
+        self, name: str, config: PlatformConfig, net: Network, sizes: dict[str, int]
+    ) -> list[tuple[Pool, aws.eks.NodeGroup]]:
+        """The system group, and each GPU pool with its node group; after the cluster and the role's policies."""
+        nodes = node_role(f"{name}-node", pulumi.ResourceOptions(parent=self))
+        # Node groups come after the cluster and the role's policy attachments, and go before them.
+        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[self.cluster, *nodes.attachments])
+        common = {
+            "cluster_name": config.cluster_name,
+            "node_role_arn": nodes.role.arn,
+            "subnet_ids": net.private_subnet_ids,
+            "kubernetes_version": config.kubernetes_version,
+            "opts": after_cluster,
+        }
+        self.system_nodes = managed_node_group(
+            f"{name}-system",
+            node_group_name_prefix="system-",
+            ami_type=SYSTEM_AMI_TYPE,
+            group=config.system_nodes,
+            labels=dict(node_pools.SYSTEM_LABELS),
+            **common,
+        )
+        contract = config.contract
+        gpu_pools = [
+            (
+                pool,
+                managed_node_group(
+                    f"{name}-gpu-{pool.name}",
+                    node_group_name_prefix=pool_sizes.node_group_name_prefix(pool.name),
+                    ami_type=GPU_AMI_TYPE,
+                    group=pool.settings,
+                    labels=node_pools.labels(contract, pool.contract),
+                    taints=[contract.eks_taint()],
+                    tags=node_pools.node_group_tags(pool.contract),
+                    node_repair=pool.settings.node_repair,
+                    desired_size=sizes[pool.name],  # never below what the pool runs now
+                    **common,
+                ),
+            )
+            for pool in config.pools
+        ]
+        self.gpu_pools = {pool.name: group for pool, group in gpu_pools}
+        return gpu_pools
 
     @staticmethod
     def _addon(name: str, addon: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> aws.eks.Addon:

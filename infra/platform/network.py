@@ -38,7 +38,7 @@ def network(
     private, public = subnet_layout(config.cidr, config.availability_zones)
     vpc = awsx.ec2.Vpc(
         name,
-        cidr_block=config.cidr,
+        cidr_block=str(config.cidr),
         number_of_availability_zones=config.availability_zones,
         enable_dns_hostnames=True,
         enable_dns_support=True,

@@ -87,7 +87,7 @@ def winners(
     ``values`` are the autoscaler release's Helm values; by default the ones ``config`` gives.
     """
     if values is None:
-        values = helm_values(config.autoscaler, config.cluster_name, config.region, "1.35", config.gpu_pools)
+        values = helm_values(config.autoscaler, config.cluster_name, config.region, "1.35", config.pools)
     options = [name for name in config.gpu_pools if name not in at_max and _fits(config, name, pod)]
     for expander in values["extraArgs"]["expander"].split(","):
         if expander == "priority":
@@ -193,7 +193,7 @@ def test_a_pool_is_ranked_by_the_dearest_type_it_may_start() -> None:
 
 def test_pools_of_one_rank_need_no_priorities_and_keep_the_configured_expander() -> None:
     config = _config({"a": {}, "b": {}}, expander="most-pods")
-    values = helm_values(config.autoscaler, "c", "us-west-2", "1.35", config.gpu_pools)
+    values = helm_values(config.autoscaler, "c", "us-west-2", "1.35", config.pools)
     assert values["extraArgs"]["expander"] == "most-pods"
     assert "expanderPriorities" not in values
 
@@ -203,6 +203,6 @@ def test_priority_alone_leaves_ties_to_random() -> None:
         {"a": {}, "b": {"instanceTypes": ["g5g.2xlarge"]}},
         expander="priority",
     )
-    values = helm_values(config.autoscaler, "c", "us-west-2", "1.35", config.gpu_pools)
+    values = helm_values(config.autoscaler, "c", "us-west-2", "1.35", config.pools)
     assert values["extraArgs"]["expander"] == "priority"
     assert winners(config, _pod(config, gpus=1)) == {"a"}

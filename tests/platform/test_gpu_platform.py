@@ -437,7 +437,9 @@ def test_bad_config_declares_nothing(tmp_path: Path) -> None:
     (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
     from infra.platform.config import ConfigError
 
-    with pytest.raises(ConfigError, match=r"'g5\.xlarge' is not an Arm NVIDIA instance type"):
+    with pytest.raises(
+        ConfigError, match=r"gpuPools\.a\.instanceTypes\[0\]: Input should be 'g5g\.xlarge'.*got 'g5\.xlarge'"
+    ):
         run_project(tmp_path, "bad")
 
 

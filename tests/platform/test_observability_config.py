@@ -59,17 +59,17 @@ def test_a_day_is_the_longest_alarm_and_is_accepted() -> None:
         ),
         (
             {"alarms": {"snsTopicArn": "gpu-oncall"}},
-            "observability.alarms.snsTopicArn must be an SNS topic ARN (arn:aws:sns:<region>:<12 digits>:<name>), got 'gpu-oncall'",
+            "observability.alarms.snsTopicArn: String should match pattern '^arn:aws(-cn|-us-gov)?:sns:",
         ),
         (
             {"alarms": {"snsTopicArn": "arn:aws:sqs:us-west-2:123456789012:q"}},
-            "observability.alarms.snsTopicArn must be an SNS topic ARN",
+            "got 'arn:aws:sqs:us-west-2:123456789012:q'; e.g. arn:aws:sns:us-west-2:123456789012:gpu-oncall",
         ),
         (
             {"containerLog": True},
             "unknown setting observability.containerLog (did you mean observability.containerLogs?)",
         ),
-        ({"gpuNamespaces": ["ML"]}, "observability.gpuNamespaces[0] must be a namespace name"),
+        ({"gpuNamespaces": ["ML"]}, "observability.gpuNamespaces[0]: String should match pattern"),
         (
             {"alarms": {"gpuPodPendingFor": "25h"}},
             "observability.alarms.gpuPodPendingFor must be at most 24h: CloudWatch refuses an alarm whose "
