@@ -15,8 +15,7 @@ from typing import Any
 
 import yaml
 
-from localcluster.cluster import BIN
-from localcluster.gomod import module_dir, pinned_version
+from localcluster.gomod import BIN, module_dir, pinned_version
 
 DEVICE_PLUGIN_MODULE = "github.com/NVIDIA/k8s-device-plugin"
 DEVICE_PLUGIN_CHART = "deployments/helm/nvidia-device-plugin"

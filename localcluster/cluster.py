@@ -24,11 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localcluster import pki
-from localcluster.gomod import module_dir
+from localcluster.gomod import BIN, CACHE, module_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-CACHE = Path(os.environ.get("LOCALCLUSTER_CACHE", ROOT / ".cache" / "localcluster"))
-BIN = CACHE / "bin"
 RUN = CACHE / "run"
 STATE = RUN / "state.json"
 KUBECONFIG = RUN / "kubeconfig"

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import subprocess
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# Where localcluster/build puts the Go builds (helm, kube-apiserver, ...): no heavy imports here,
+# so infra.tooling (and the policy pack) can find helm.
+CACHE = Path(os.environ.get("LOCALCLUSTER_CACHE", HERE.parent / ".cache" / "localcluster"))
+BIN = CACHE / "bin"
 
 
 @functools.cache
