@@ -3,15 +3,9 @@
     .venv/bin/python bench/bench.py [--sizes 1 10 100 1000]
 
 Each measurement runs in its own child process; wall time and peak RSS come from
-the child's own rusage (os.wait4), so runs do not disturb each other. The preview
-forks worker processes (``--jobs``), and rusage's peak RSS is that of the largest
-single process, not their sum; so the preview is also run (untimed) with its
-process tree's memory sampled from /proc: the peak of the summed RSS (pages
-shared after fork counted once per process: an upper bound) and of the summed
-PSS (shared pages split between the processes sharing them). ``--jobs 1`` (one
-process) is measured too, so the parallel run's gain and memory cost are visible.
-On a shared machine, compare figures taken in the same run only: load from other
-processes moves them all.
+the child's own rusage (os.wait4), so runs do not disturb each other. On a shared
+machine, compare figures taken in the same run only: load from other processes
+moves them all.
 """
 
 from __future__ import annotations
@@ -21,7 +15,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -70,61 +63,6 @@ def best(args: list[str], repeat: int = 3) -> tuple[float, float, str]:
     return min(runs, key=lambda r: r[0])
 
 
-def _tree(root: int) -> list[int]:
-    """``root`` and its descendants (Linux /proc)."""
-    pids, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        pids.append(pid)
-        try:
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as children:
-                    todo += [int(c) for c in children.read().split()]
-        except OSError:
-            pass  # exited meanwhile
-    return pids
-
-
-def _memory(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) of one process in KiB, 0 if it is gone."""
-    rss = pss = 0
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            for line in rollup:
-                if line.startswith("Rss:"):
-                    rss = int(line.split()[1])
-                elif line.startswith("Pss:"):
-                    pss = int(line.split()[1])
-    except OSError:
-        pass
-    return rss, pss
-
-
-def tree_peak(args: list[str], repeat: int = 3, interval: float = 0.01) -> tuple[float, float] | None:
-    """Smallest over ``repeat`` runs of the peak summed (RSS, PSS) in MiB of the command's processes."""
-    if not Path("/proc/self/smaps_rollup").exists():
-        return None
-    peaks = []
-    for _ in range(repeat):
-        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        peak = [0, 0]
-        done = threading.Event()
-
-        def sample(pid: int = proc.pid, peak: list[int] = peak, done: threading.Event = done) -> None:
-            while not done.is_set():
-                sums = [sum(m) for m in zip(*(_memory(p) for p in _tree(pid)), strict=True)] or [0, 0]
-                peak[:] = [max(a, b) for a, b in zip(peak, sums, strict=True)]
-                done.wait(interval)
-
-        sampler = threading.Thread(target=sample)
-        sampler.start()
-        proc.wait()
-        done.set()
-        sampler.join()
-        peaks.append((peak[0] / 1024, peak[1] / 1024))
-    return min(peaks)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 100, 1000])
@@ -134,20 +72,9 @@ def main() -> None:
     preview = [PY, "-m", "infra.tooling.preview", "--stack", "dev", "--out"]
     with tempfile.TemporaryDirectory() as out:
         prev_t, prev_m, _ = best([*preview, out])
-        one_t, one_m, _ = best([*preview, out, "--jobs", "1"])
-        tree = tree_peak([*preview, out])
     print(f"import floor: {floor_t:.2f} s, {floor_m:.0f} MiB peak")
-    print(f"offline preview of dev: {prev_t:.2f} s, {prev_m:.0f} MiB peak of one process")
+    print(f"offline preview of dev: {prev_t:.2f} s, {prev_m:.0f} MiB peak")
     print(f"  ratio to floor: time {prev_t / floor_t:.2f}x, memory {prev_m / floor_m:.2f}x (target <= 3x)")
-    if tree:
-        print(
-            f"  all its processes together: {tree[0]:.0f} MiB RSS ({tree[0] / floor_m:.2f}x),"
-            f" {tree[1]:.0f} MiB PSS ({tree[1] / floor_m:.2f}x)"
-        )
-    print(
-        f"  in one process (--jobs 1): {one_t:.2f} s ({one_t / floor_t:.2f}x), {one_m:.0f} MiB peak"
-        f" ({one_m / floor_m:.2f}x)"
-    )
 
     print(
         "\nper-deployment cost, run_program only (GpuDeployment vs hand-written Deployment, same pod spec):"

@@ -1,33 +1,22 @@
 """Every agent, every pool: on which node groups does each DaemonSet the stack installs land?
 
-Pure: reads (type, name, props) triples, what both the offline preview and the
-CrossGuard pack see. Node groups become scheduling nodes (one per instance type,
-with the group's labels and taints); the agents come from
+Reads (type, name, props) triples, what both the offline preview and the CrossGuard
+pack see. Node groups become scheduling nodes (one per instance type, with the group's
+labels and taints). The agents: ``DaemonSet`` resources as declared; the NVIDIA device
+plugin's ``helm.v3.Release``, its pinned chart rendered with the Release's values; the
+CloudWatch and node monitoring add-ons through the models of their charts; the
+EKS-managed DaemonSets (:mod:`infra.tooling.chart_models` for all three).
 
-- Kubernetes ``DaemonSet`` resources (their pod spec as declared),
-- the NVIDIA device plugin's ``helm.v3.Release`` (its ``values`` input through the
-  chart model in ``infra.platform.device_plugin``),
-- the ``amazon-cloudwatch-observability`` and ``eks-node-monitoring-agent`` add-ons
-  (their ``configurationValues`` through the chart models in
-  :mod:`infra.tooling.chart_models`),
-- the EKS-managed DaemonSets (``aws-node``, ``kube-proxy``, ``eks-pod-identity-agent``).
+An agent whose placement cannot be known is reported **unknown**, never fine: a release
+of an unmodelled chart, a version other than the one rendered or modelled, a chart that
+cannot be rendered here, or values not known yet. In a CrossGuard stack policy the
+properties are outputs whose unknowns the pack turns into ``None``: present but ``None``
+means "not known yet", absent means "not set" (chart defaults). ``configurationValues``
+(computed, so unknown on create) is read only for the modelled add-ons.
 
-A Helm release of any other chart, a chart or add-on version whose defaults were
-not read (``chart_models.MODELLED_VERSIONS``), or configuration values that are not
-known yet, give an agent whose placement is **unknown**: reported as such, never as
-fine.
-
-Not known yet: in a CrossGuard stack policy the properties are resource *outputs*
-with unknowns kept, and an add-on's ``configurationValues`` is computed (unknown
-during a create that does not set it). The pack turns every unknown into ``None``;
-here a property that is present but ``None`` means "not known yet", while an absent
-one means "not set" (chart defaults). ``configurationValues`` is read only for the
-add-ons whose configuration is modelled, so an unknown one elsewhere changes nothing.
-
-Rules: an agent meant for GPU nodes must land on every GPU pool and on no other
-group (the device plugin on a system node would crash-loop; a pool without it has
-no ``nvidia.com/gpu``); an agent meant for every node that misses a group is
-advisory (metrics or health missing there).
+Rules: an agent meant for GPU nodes must land on every GPU pool and on no other group
+(the device plugin on a system node would crash-loop; a pool without it has no
+``nvidia.com/gpu``); an agent meant for every node that misses a group is advisory.
 """
 
 from __future__ import annotations
@@ -37,27 +26,33 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.platform.addons import CLOUDWATCH_ADDON, NODE_MONITORING_ADDON
+from infra.platform.addons import CLOUDWATCH_ADDON
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
-from infra.platform.node_pools import SYSTEM_LABELS
+from infra.platform.node_pools import SYSTEM_LABELS, TEMPLATE
 from infra.tooling import chart_models
-from infra.workloads.placement import POOL_LABEL, Placement
+from infra.tooling.manifests import HELM_RELEASE_TYPE as HELM_RELEASE
+from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
+from infra.workloads.quantity import whole_count
 from infra.workloads.scheduling import Node, fits, gpu_limit, tolerates
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ADDON = "aws:eks/addon:Addon"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 CLUSTER = "eks:index:Cluster"
 INTENT_ANNOTATION = "eks-gpu/runs-on"
 """Optional DaemonSet annotation stating where it is meant to run: ``gpu-nodes``, ``all-nodes`` or ``none``."""
-GPU_INSTANCE_PREFIXES = ("g", "p")  # EC2's GPU families
-# Helm charts known to install no DaemonSet (their workloads are Deployments).
-NO_DAEMONSET_CHARTS = frozenset({"cluster-autoscaler"})
-
 GPU, ALL, NONE = "gpu-nodes", "all-nodes", "none"
-# The add-ons infra.platform.observability declares (named here so the policy pack need not import pulumi_aws).
+GPU_INSTANCE_PREFIXES = ("g", "p")  # EC2's GPU families
+NO_DAEMONSET_CHARTS = frozenset({"cluster-autoscaler"})  # charts whose workloads are Deployments only
 NOT_KNOWN_YET = "configurationValues not known yet"
+DEVICE_PLUGIN = chart_models.DEVICE_PLUGIN_CHART
+SCHEDULING_FIELDS = ("nodeSelector", "affinity", "tolerations")
+CLOUDWATCH_INTENTS = {
+    "cloudwatch-agent": ALL,
+    "dcgm-exporter": GPU,
+    "fluent-bit": ALL,
+    "neuron-monitor": NONE,
+}
 
 
 @dataclass(frozen=True)
@@ -90,69 +85,67 @@ class Landing:
     advice: tuple[str, ...]
 
 
-def _is_gpu_group(props: Mapping[str, Any], placement: Placement) -> bool:
-    return (
-        str(props.get("amiType", "")).endswith("_NVIDIA")
-        or (props.get("labels") or {}).get(placement.key) == placement.value
-        or any(
-            str(t).split(".")[0].startswith(GPU_INSTANCE_PREFIXES) for t in props.get("instanceTypes") or []
-        )
-    )
-
-
 def _arch(instance_type: str) -> str:
     return "arm64" if instance_type in ARM_NVIDIA or instance_type in ARM_SYSTEM else "amd64"
 
 
+def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
+    """A node group's nodes, one per instance type, offering what a real one would.
+
+    A pool's ``nvidia.com/gpu`` is what its node group tells the autoscaler
+    (``node-template/resources``: GPUs x time-slicing replicas), else the type's GPUs.
+    """
+    advertised = (props.get("tags") or {}).get(f"{TEMPLATE}/resources/{GPU_RESOURCE}")
+    return tuple(
+        Node.from_node_group(
+            f"{name}/{t}",
+            labels=props.get("labels") or {},
+            eks_taints=props.get("taints") or [],
+            instance_type=t,
+            arch=_arch(t),
+            gpus=whole_count(advertised) if advertised else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
+        )
+        for t in props.get("instanceTypes") or []
+    )
+
+
 def groups_of(resources: Iterable[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Group]:
     """The stack's node groups as nodes carrying exactly the declared labels and taints."""
-    groups = []
-    for typ, name, props in resources:
-        if typ != NODE_GROUP:
-            continue
-        nodes = tuple(
-            Node.from_node_group(
-                f"{name}/{instance_type}",
-                labels=props.get("labels") or {},
-                eks_taints=props.get("taints") or [],
-                instance_type=instance_type,
-                arch=_arch(instance_type),
-                gpus=ARM_NVIDIA[instance_type].gpus if instance_type in ARM_NVIDIA else 0,
+    return sorted(
+        (
+            Group(
+                name,
+                str(props.get("amiType", "")).endswith("_NVIDIA")
+                or (props.get("labels") or {}).get(placement.key) == placement.value
+                or any(str(t).startswith(GPU_INSTANCE_PREFIXES) for t in props.get("instanceTypes") or []),
+                group_nodes(name, props),
             )
-            for instance_type in props.get("instanceTypes") or []
-        )
-        groups.append(Group(name=name, gpu=_is_gpu_group(props, placement), nodes=nodes))
-    return sorted(groups, key=lambda g: g.name)
+            for typ, name, props in resources
+            if typ == NODE_GROUP
+        ),
+        key=lambda g: g.name,
+    )
 
 
 def contract_groups(placement: Placement) -> list[Group]:
     """Stand-in groups for a stack that declares none (a consumer stack): the contract's GPU nodes and a system node."""
-    gpu = tuple(
-        Node.from_node_group(
-            f"gpu (contract)/{t}",
-            labels=placement.node_labels(),
-            eks_taints=[placement.eks_taint()],
-            instance_type=t,
-            arch="arm64",
-            gpus=ARM_NVIDIA[t].gpus,
-        )
-        for t in ARM_NVIDIA
-    )
-    system = (
-        Node.from_node_group(
-            "system/t4g.large", labels=dict(SYSTEM_LABELS), instance_type="t4g.large", arch="arm64"
-        ),
-    )
-    return [Group("gpu (contract)", True, gpu), Group("system", False, system)]
+    gpu = {
+        "instanceTypes": list(ARM_NVIDIA),
+        "labels": placement.node_labels(),
+        "taints": [placement.eks_taint()],
+    }
+    system = {"instanceTypes": ["t4g.large"], "labels": dict(SYSTEM_LABELS)}
+    return [
+        Group("gpu (contract)", True, group_nodes("gpu (contract)", gpu)),
+        Group("system", False, group_nodes("system", system)),
+    ]
 
 
 def _json(props: Mapping[str, Any], key: str = "configurationValues") -> Mapping[str, Any] | None:
     """Parsed configurationValues; ``{}`` when not set; None when not known (unknown, or not a JSON object)."""
-    if key not in props or props[key] == "":
-        return {}
-    value = props[key]
-    if isinstance(value, Mapping):
-        return value
+    value = props.get(key, "")
+    if value == "" or isinstance(value, Mapping):
+        return value or {}
     try:
         parsed = json.loads(value) if isinstance(value, str) else None
     except json.JSONDecodeError:
@@ -160,17 +153,12 @@ def _json(props: Mapping[str, Any], key: str = "configurationValues") -> Mapping
     return parsed if isinstance(parsed, Mapping) else None
 
 
-SCHEDULING_FIELDS = ("nodeSelector", "affinity", "tolerations")
-
-
 def _contains_none(value: Any) -> bool:
-    if value is None:
-        return True
     if isinstance(value, Mapping):
         return any(_contains_none(v) for v in value.values())
     if isinstance(value, (list, tuple)):
         return any(_contains_none(v) for v in value)
-    return False
+    return value is None
 
 
 def _unknown_scheduling(pod: Mapping[str, Any]) -> bool:
@@ -182,24 +170,14 @@ def _unknown_scheduling(pod: Mapping[str, Any]) -> bool:
     if any(key in pod and _contains_none(pod[key]) for key in SCHEDULING_FIELDS):
         return True
     for key in ("containers", "initContainers"):
-        if key not in pod:
-            continue
-        containers = pod[key]
-        if not isinstance(containers, (list, tuple)):
+        containers = pod.get(key, [])
+        if not isinstance(containers, (list, tuple)) or any(
+            not isinstance(c, Mapping)
+            or any(f in c and _contains_none(c[f]) for f in ("resources", "restartPolicy"))
+            for c in containers
+        ):
             return True
-        for container in containers:
-            if not isinstance(container, Mapping) or any(
-                field in container and _contains_none(container[field])
-                for field in ("resources", "restartPolicy")
-            ):
-                return True
     return False
-
-
-def _unmodelled(name: str, version: Any) -> str:
-    known = ", ".join(f"{v}*" if v.endswith("-") else v for v in chart_models.MODELLED_VERSIONS[name])
-    shown = "not known yet" if version is None else repr(version)
-    return f"{name} version {shown} is not one the chart model was read from ({known})"
 
 
 def _selects_gpu_nodes(pod: Mapping[str, Any], placement: Placement) -> bool:
@@ -214,17 +192,21 @@ def _selects_gpu_nodes(pod: Mapping[str, Any], placement: Placement) -> bool:
     for term in required.get("nodeSelectorTerms") or []:
         for expression in term.get("matchExpressions") or []:
             key, values = expression.get("key"), expression.get("values") or []
-            if expression.get("operator") != "In":
-                continue
-            if key in (placement.key, POOL_LABEL):
-                return True
-            if (
-                key == "node.kubernetes.io/instance-type"
-                and values
-                and all(str(v).startswith(GPU_INSTANCE_PREFIXES) for v in values)
+            if expression.get("operator") == "In" and (
+                key in (placement.key, POOL_LABEL)
+                or (
+                    key == "node.kubernetes.io/instance-type"
+                    and values
+                    and all(str(v).startswith(GPU_INSTANCE_PREFIXES) for v in values)
+                )
             ):
                 return True
     return False
+
+
+def _annotated(props: Mapping[str, Any]) -> str | None:
+    annotated = ((props.get("metadata") or {}).get("annotations") or {}).get(INTENT_ANNOTATION)
+    return annotated if annotated in (GPU, ALL, NONE) else None
 
 
 def daemonset_intent(props: Mapping[str, Any], pod: Mapping[str, Any], placement: Placement) -> str:
@@ -233,43 +215,87 @@ def daemonset_intent(props: Mapping[str, Any], pod: Mapping[str, Any], placement
     Asking for GPUs, selecting GPU nodes (contract label, pool label, GPU instance
     types) or tolerating the GPU taint means GPU nodes; anything else, every node.
     """
-    annotated = ((props.get("metadata") or {}).get("annotations") or {}).get(INTENT_ANNOTATION)
-    if annotated in (GPU, ALL, NONE):
+    if (annotated := _annotated(props)) is not None:
         return annotated
-    if (
-        gpu_limit(pod) > 0
-        or _selects_gpu_nodes(pod, placement)
-        or any(tolerates(t, placement.node_taint()) and t.get("key") for t in pod.get("tolerations") or [])
-    ):
-        return GPU
-    return ALL
+    gpu_toleration = any(
+        tolerates(t, placement.node_taint()) and t.get("key") for t in pod.get("tolerations") or []
+    )
+    return GPU if gpu_limit(pod) > 0 or _selects_gpu_nodes(pod, placement) or gpu_toleration else ALL
 
 
-def _modelled_addon_agents(addon: str, props: Mapping[str, Any], resource: str) -> list[Agent]:
-    """The DaemonSets of the CloudWatch or node monitoring add-on, or one unknown agent if they cannot be known."""
-    version = props.get("addonVersion")
+def _daemonset_agent(name: str, props: Mapping[str, Any], resource: str, placement: Placement) -> Agent:
+    pod = ((props.get("spec") or {}).get("template") or {}).get("spec") or {}
+    label = f"DaemonSet/{(props.get('metadata') or {}).get('name') or name}"
+    if _unknown_scheduling(pod):
+        return Agent(label, _annotated(props) or ALL, "scheduling fields not known yet", None, resource)
+    return Agent(label, daemonset_intent(props, pod, placement), "as declared", pod, resource)
+
+
+def _release_daemonsets(name: str, props: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The DaemonSets the pinned chart renders with the Release's values (name -> pod), or None; and why."""
+    version, values = props.get("version"), props.get("values", {})
+    try:
+        pinned = chart_models.device_plugin_version()
+        if version != pinned:
+            shown = "not known yet" if version is None else repr(version)
+            return None, f"{DEVICE_PLUGIN} version {shown} is not the one pinned and rendered here ({pinned})"
+        if not isinstance(values, Mapping) or _contains_none(values) or props.get("namespace", "") is None:
+            return None, "Release values or namespace not known yet"
+        release, namespace = props.get("name") or name, props.get("namespace") or "default"
+        rendered = chart_models.device_plugin_daemonsets(values, release, namespace)
+    except chart_models.ChartUnavailable as error:
+        return None, f"the pinned chart cannot be rendered: {error}"
+    return rendered, f"Release values rendered by helm (chart {pinned})"
+
+
+def _device_plugin_agents(
+    name: str, props: Mapping[str, Any], resource: str, placement: Placement
+) -> list[Agent]:
+    """The plugin, and every other DaemonSet its chart renders (the MPS control daemon, GFD if enabled)."""
+    version = props.get("version")
+    rendered, source = _release_daemonsets(name, props)
+    if rendered is None:
+        return [Agent(f"{DEVICE_PLUGIN} (helm {version})", GPU, source, None, resource, device_plugin=True)]
+    agents = []
+    for ds, pod in rendered.items():
+        plugin = chart_models.is_device_plugin(pod)
+        # The MPS control daemon selects nvidia.com/mps.capable=true, set only where MPS sharing is configured.
+        mps = ds.endswith("-mps-control-daemon")
+        intent = GPU if plugin else NONE if mps else daemonset_intent({}, pod, placement)
+        agents.append(Agent(f"{ds} (helm {version})", intent, source, pod, resource, device_plugin=plugin))
+    return agents
+
+
+def _unmodelled(name: str, version: Any) -> str:
+    known = ", ".join(f"{v}*" for v in chart_models.MODELLED_VERSIONS[name])
+    shown = "not known yet" if version is None else repr(version)
+    return f"{name} version {shown} is not one the chart model was read from ({known})"
+
+
+def _addon_agents(props: Mapping[str, Any], resource: str) -> list[Agent]:
+    """The DaemonSets of a modelled or EKS-managed add-on, or one unknown agent if they cannot be known."""
+    addon, version = props.get("addonName"), props.get("addonVersion")
+    if addon in chart_models.EKS_MANAGED:
+        pod = chart_models.EKS_MANAGED_POD
+        return [Agent(f"{addon} (EKS add-on)", ALL, chart_models.EKS_MANAGED[addon], pod, resource)]
+    if addon not in chart_models.MODELLED_VERSIONS:
+        return []
     source = f"add-on {addon} {version or ''}".strip()
     if not chart_models.modelled(addon, version):
         return [Agent(source, ALL, _unmodelled(addon, version), None, resource)]
-    # Read only here, for the add-ons whose configuration is modelled: configurationValues is a
-    # computed output, unknown in a stack policy for every add-on created without it.
-    configuration = _json(props)
+    configuration = _json(props)  # read only here: a computed output, unknown on create
     if configuration is None:
         return [Agent(source, ALL, NOT_KNOWN_YET, None, resource)]
+    known = f"configurationValues + chart {chart_models.MODELLED_VERSIONS[addon][0][1:-1]} defaults"
     if addon == CLOUDWATCH_ADDON:
-        intents = {"cloudwatch-agent": ALL, "dcgm-exporter": GPU, "fluent-bit": ALL, "neuron-monitor": NONE}
+        pods = chart_models.cloudwatch_pods(configuration)
         return [
-            Agent(f"{ds} ({addon})", intents[ds], "configurationValues + chart 6.4.0 defaults", pod, resource)
-            for ds, pod in chart_models.cloudwatch_pods(configuration).items()
+            Agent(f"{ds} ({addon})", CLOUDWATCH_INTENTS[ds], known, pod, resource) for ds, pod in pods.items()
         ]
     pods = chart_models.node_monitoring_pods(configuration)
     return [
         Agent(
-            f"eks-node-monitoring-agent ({addon})",
-            ALL,
-            "configurationValues + chart 1.7.0 defaults",
-            pods["eks-node-monitoring-agent"],
-            resource,
+            f"eks-node-monitoring-agent ({addon})", ALL, known, pods["eks-node-monitoring-agent"], resource
         ),
         Agent(
             f"dcgm-server ({addon}, amd64 only)",
@@ -285,146 +311,63 @@ def _modelled_addon_agents(addon: str, props: Mapping[str, Any], resource: str) 
 def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Agent]:
     """Every DaemonSet the resources install, with where it is meant to run and its scheduling fields."""
     found: list[Agent] = []
-    addons = set()
     for typ, name, props in resources:
         resource = f"{typ} {name}"
         if typ == DAEMONSET:
-            pod = ((props.get("spec") or {}).get("template") or {}).get("spec") or {}
-            ds = (props.get("metadata") or {}).get("name") or name
-            if _unknown_scheduling(pod):
-                annotated = ((props.get("metadata") or {}).get("annotations") or {}).get(INTENT_ANNOTATION)
-                intent = annotated if annotated in (GPU, ALL, NONE) else ALL
-                found.append(
-                    Agent(f"DaemonSet/{ds}", intent, "scheduling fields not known yet", None, resource)
-                )
-                continue
+            found.append(_daemonset_agent(name, props, resource, placement))
+        elif typ == HELM_RELEASE and props.get("chart") == DEVICE_PLUGIN:
+            found += _device_plugin_agents(name, props, resource, placement)
+        elif typ == HELM_RELEASE and props.get("chart") not in NO_DAEMONSET_CHARTS:
+            release = f"helm chart {props.get('chart')} (release {props.get('name', name)})"
             found.append(
                 Agent(
-                    f"DaemonSet/{ds}", daemonset_intent(props, pod, placement), "as declared", pod, resource
+                    release,
+                    ALL,
+                    "no model of this chart: its DaemonSets cannot be seen offline",
+                    None,
+                    resource,
                 )
             )
-        elif typ == HELM_RELEASE:
-            chart = props.get("chart")
-            version = props.get("version")
-            if chart == chart_models.DEVICE_PLUGIN_CHART:
-                label = f"nvidia-device-plugin (helm {version})"
-                if not chart_models.modelled(chart, version):
-                    found.append(
-                        Agent(label, GPU, _unmodelled(chart, version), None, resource, device_plugin=True)
-                    )
-                    continue
-                values = props.get("values")
-                if "values" in props and not isinstance(values, Mapping):
-                    found.append(
-                        Agent(label, GPU, "Release values not known yet", None, resource, device_plugin=True)
-                    )
-                    continue
-                source = f"Release values through the chart model (chart {chart_models.DEVICE_PLUGIN_VERSION} defaults)"
-                found.append(
-                    Agent(
-                        label,
-                        GPU,
-                        source,
-                        chart_models.device_plugin_pod(values or {}),
-                        resource,
-                        device_plugin=True,
-                    )
-                )
-                found.append(
-                    Agent(
-                        f"nvidia-device-plugin-mps-control-daemon (helm {version})",
-                        NONE,
-                        f"{source}: nodeSelector nvidia.com/mps.capable=true, set only where MPS sharing is configured",
-                        chart_models.mps_control_daemon_pod(values or {}),
-                        resource,
-                    )
-                )
-            elif chart not in NO_DAEMONSET_CHARTS:
-                found.append(
-                    Agent(
-                        f"helm chart {chart} (release {props.get('name', name)})",
-                        ALL,
-                        "no model of this chart: its DaemonSets cannot be seen offline",
-                        None,
-                        resource,
-                    )
-                )
         elif typ == ADDON:
-            addon = props.get("addonName")
-            addons.add(addon)
-            version = props.get("addonVersion")
-            source = f"add-on {addon} {version or ''}".strip()
-            if addon in (CLOUDWATCH_ADDON, NODE_MONITORING_ADDON):
-                found.extend(_modelled_addon_agents(addon, props, resource))
-            elif addon in chart_models.EKS_MANAGED:
-                found.append(
-                    Agent(
-                        f"{addon} (EKS add-on)",
-                        ALL,
-                        chart_models.EKS_MANAGED[addon][1],
-                        chart_models.eks_managed_pod(addon),
-                        resource,
-                    )
-                )
+            found += _addon_agents(props, resource)
+    addons = {props.get("addonName") for typ, _, props in resources if typ == ADDON}
     if any(typ == CLUSTER for typ, _, _ in resources):
         # pulumi-eks installs the VPC CNI and kube-proxy itself (not as resources we declare).
-        for ds in ("aws-node", "kube-proxy"):
-            if ds not in addons and not (ds == "aws-node" and "vpc-cni" in addons):
-                found.append(
-                    Agent(
-                        f"{ds} (EKS-managed)",
-                        ALL,
-                        chart_models.EKS_MANAGED[ds][1],
-                        chart_models.eks_managed_pod(ds),
-                        "eks:index:Cluster",
-                    )
-                )
+        for ds, addon in (("aws-node", "vpc-cni"), ("kube-proxy", "kube-proxy")):
+            if not {ds, addon} & addons:
+                source = chart_models.EKS_MANAGED[ds]
+                found.append(Agent(f"{ds} (EKS-managed)", ALL, source, chart_models.EKS_MANAGED_POD, CLUSTER))
     return sorted(found, key=lambda a: a.name)
 
 
 def land(agent: Agent, groups: Sequence[Group], placement: Placement) -> Landing:
     """Where the agent's pods go, and what is wrong with that."""
     if agent.pod is None:
-        return Landing(
-            agent,
-            {g.name: "unknown" for g in groups},
-            (),
-            (f"placement unknown ({agent.source}): check it on the cluster with kubectl get ds -A -o wide",),
-        )
+        advice = f"placement unknown ({agent.source}): check it on the cluster with kubectl get ds -A -o wide"
+        return Landing(agent, {g.name: "unknown" for g in groups}, (), (advice,))
     where = {}
     for group in groups:
         fitting = sum(1 for node in group.nodes if fits(agent.pod, node).fits)
         where[group.name] = (
-            "yes" if fitting == len(group.nodes) and fitting else ("partial" if fitting else "-")
+            "yes" if fitting == len(group.nodes) and fitting else "partial" if fitting else "-"
         )
     problems: list[str] = []
     advice: list[str] = []
-    gpu_groups = [g for g in groups if g.gpu]
-    missed = [g.name for g in gpu_groups if where[g.name] != "yes"]
-    if agent.intent == GPU:
-        if missed:
-            reasons = sorted(
-                {
-                    r
-                    for g in gpu_groups
-                    if g.name in missed
-                    for n in g.nodes
-                    for r in fits(agent.pod, n).reasons
-                }
-            )
-            problems.append(
-                f"is meant for GPU nodes but misses GPU pool(s) {missed} ({'; '.join(reasons)}): "
-                f"add the toleration {placement.toleration()} and select GPU nodes (nodeSelector "
-                f"{placement.node_selector()})"
-            )
-        stray = [g.name for g in groups if not g.gpu and where[g.name] != "-"]
-        if stray:
-            what = "the device plugin" if agent.device_plugin else "a GPU agent"
-            problems.append(f"is {what} but lands on non-GPU group(s) {stray}: select GPU nodes only")
-    elif agent.intent == ALL:
-        partial = [g.name for g in groups if where[g.name] != "yes"]
-        if partial:
-            advice.append(f"runs on every node but misses group(s) {partial}: tolerate their taints")
+    missed = [g for g in groups if g.gpu and where[g.name] != "yes"]
+    stray = [g.name for g in groups if not g.gpu and where[g.name] != "-"]
+    if agent.intent == GPU and missed:
+        reasons = sorted({r for g in missed for n in g.nodes for r in fits(agent.pod, n).reasons})
+        problems.append(
+            f"is meant for GPU nodes but misses GPU pool(s) {[g.name for g in missed]} ({'; '.join(reasons)}): "
+            f"add the toleration {placement.toleration()} and select GPU nodes (nodeSelector "
+            f"{placement.node_selector()})"
+        )
+    if agent.intent == GPU and stray:
+        what = "the device plugin" if agent.device_plugin else "a GPU agent"
+        problems.append(f"is {what} but lands on non-GPU group(s) {stray}: select GPU nodes only")
+    partial = [g.name for g in groups if where[g.name] != "yes"]
+    if agent.intent == ALL and partial:
+        advice.append(f"runs on every node but misses group(s) {partial}: tolerate their taints")
     return Landing(agent, where, tuple(problems), tuple(advice))
 
 
@@ -432,6 +375,12 @@ def landings(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement:
     """Every agent against the stack's node groups (or the contract's stand-ins if it declares none)."""
     groups = groups_of(resources, placement) or contract_groups(placement)
     return [land(agent, groups, placement) for agent in agents_of(resources, placement)]
+
+
+def aligned(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as text columns, each indented two spaces: the preview's tables."""
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
 def table(found: Sequence[Landing]) -> list[str]:
@@ -444,22 +393,11 @@ def table(found: Sequence[Landing]) -> list[str]:
         verdict = (
             "VIOLATION"
             if landing.problems
-            else ("unknown" if landing.agent.pod is None else ("check" if landing.advice else "ok"))
+            else "unknown"
+            if landing.agent.pod is None
+            else "check"
+            if landing.advice
+            else "ok"
         )
         rows.append([landing.agent.name, landing.agent.intent, *(landing.where[g] for g in groups), verdict])
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-
-
-__all__ = [
-    "Agent",
-    "Group",
-    "Landing",
-    "agents_of",
-    "contract_groups",
-    "daemonset_intent",
-    "groups_of",
-    "land",
-    "landings",
-    "table",
-]
+    return aligned(rows)

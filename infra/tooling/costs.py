@@ -1,27 +1,24 @@
 """What the declared node groups cost per hour and per month, at their minimum and maximum sizes.
 
-Pure: reads the node groups' inputs (instance types, scaling sizes) and the price
-table of ``infra.platform.instance_types``. A group at its minimum is priced with its
-cheapest listed type and at its maximum with its dearest, so the two figures bound
-what the autoscaler can run (on-demand EKS groups launch the first listed type
-first; Spot is priced at the on-demand rate, an upper bound). Nodes only: EBS
-volumes, NAT gateways, the EKS control plane and CloudWatch are not included. A
-type without a price in the table is shown as "no price" and every total that
-would need it says it is partial.
+Pure: reads the node groups' inputs and the price table of ``infra.platform.instance_types``.
+A group at its minimum is priced with its cheapest listed type and at its maximum with its
+dearest, so the two figures bound what the autoscaler can run (Spot is priced at the
+on-demand rate, an upper bound). Nodes only: no EBS, NAT, EKS fee or CloudWatch. A type
+without a price is shown as "no price", and every total that would need it says it is partial.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM, PRICES_SOURCE
+from infra.tooling.agents import NODE_GROUP, aligned
 
 HOURS_PER_MONTH = 730
 PRICE_REGION = "us-east-1"
 """The region of every price in the table (PRICES_SOURCE); EC2 prices differ between regions."""
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PRICES: Mapping[str, float | None] = {
     t.name: t.usd_per_hour for t in (*ARM_NVIDIA.values(), *ARM_SYSTEM.values())
 }
@@ -43,8 +40,6 @@ class GroupCost:
 @dataclass(frozen=True)
 class CostReport:
     groups: tuple[GroupCost, ...]
-    min_usd_per_hour: float
-    max_usd_per_hour: float
     unpriced: tuple[str, ...]
     """Instance types the totals leave out for want of a price: the totals are partial if any."""
     source: str = PRICES_SOURCE
@@ -53,13 +48,20 @@ class CostReport:
     def partial(self) -> bool:
         return bool(self.unpriced)
 
+    @property
+    def min_usd_per_hour(self) -> float:
+        return sum(g.min_usd_per_hour or 0.0 for g in self.groups)
 
-def _bound(size: int, prices: list[float | None], pick: Any) -> float | None:
+    @property
+    def max_usd_per_hour(self) -> float:
+        return sum(g.max_usd_per_hour or 0.0 for g in self.groups)
+
+
+def _bound(size: int, prices: list[float | None], pick: Callable[[list[float]], float]) -> float | None:
     if size == 0:
         return 0.0
-    if not prices or any(p is None for p in prices):
-        return None
-    return size * pick(prices)
+    known = [p for p in prices if p is not None]
+    return size * pick(known) if known and len(known) == len(prices) else None
 
 
 def group_cost(name: str, props: Mapping[str, Any]) -> GroupCost:
@@ -81,34 +83,17 @@ def group_cost(name: str, props: Mapping[str, Any]) -> GroupCost:
 
 def stack_cost(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> CostReport:
     """The cost of every node group among ``resources`` (type, name, props)."""
-    groups = tuple(
-        sorted(
-            (group_cost(name, props) for typ, name, props in resources if typ == NODE_GROUP),
-            key=lambda g: g.name,
-        )
-    )
-    unpriced = tuple(
-        sorted(
-            {
-                t
-                for g in groups
-                if g.min_usd_per_hour is None or g.max_usd_per_hour is None
-                for t in g.unpriced
-            }
-        )
-    )
-    return CostReport(
-        groups=groups,
-        min_usd_per_hour=sum(g.min_usd_per_hour or 0.0 for g in groups),
-        max_usd_per_hour=sum(g.max_usd_per_hour or 0.0 for g in groups),
-        unpriced=unpriced,
-    )
+    groups = sorted((group_cost(n, p) for t, n, p in resources if t == NODE_GROUP), key=lambda g: g.name)
+    missing = {t for g in groups if None in (g.min_usd_per_hour, g.max_usd_per_hour) for t in g.unpriced}
+    return CostReport(groups=tuple(groups), unpriced=tuple(sorted(missing)))
 
 
-def _money(per_hour: float | None) -> str:
-    if per_hour is None:
-        return "no price"
-    return f"${per_hour:,.3f}/h ${per_hour * HOURS_PER_MONTH:,.2f}/month"
+def _money(per_hour: float | None, missing: str = "") -> str:
+    return (
+        f"no price{missing}"
+        if per_hour is None
+        else f"${per_hour:,.3f}/h ${per_hour * HOURS_PER_MONTH:,.2f}/month"
+    )
 
 
 def region_note(region: str | None = None) -> str:
@@ -123,37 +108,30 @@ def region_note(region: str | None = None) -> str:
 
 def lines(report: CostReport, region: str | None = None) -> list[str]:
     """The preview's cost section; ``region`` is the stack's, when the caller knows it."""
-    out = [
-        f"cost of the node groups ({report.source}; {HOURS_PER_MONTH} h/month; nodes only, no EBS/NAT/EKS fee):",
-        region_note(region),
-    ]
     rows = [["node group", "types", "nodes", "at minimum", "at maximum"]]
     for g in report.groups:
-        missing = f" (no price: {', '.join(g.unpriced)})" if g.unpriced else ""
+        missing = f" (no price: {', '.join(g.unpriced)})"
         spot = " SPOT at on-demand price" if g.capacity_type == "SPOT" else ""
-        rows.append(
-            [
-                g.name,
-                ",".join(g.instance_types) + spot,
-                f"{g.min_size}..{g.max_size}",
-                _money(g.min_usd_per_hour) + (missing if g.min_usd_per_hour is None else ""),
-                _money(g.max_usd_per_hour) + (missing if g.max_usd_per_hour is None else ""),
-            ]
-        )
-    min_partial = " (partial)" if any(g.min_usd_per_hour is None for g in report.groups) else ""
-    max_partial = " (partial)" if any(g.max_usd_per_hour is None for g in report.groups) else ""
+        sizes = f"{g.min_size}..{g.max_size}"
+        low, high = _money(g.min_usd_per_hour, missing), _money(g.max_usd_per_hour, missing)
+        rows.append([g.name, ",".join(g.instance_types) + spot, sizes, low, high])
+    partial = [
+        " (partial)" if any(getattr(g, f) is None for g in report.groups) else ""
+        for f in ("min_usd_per_hour", "max_usd_per_hour")
+    ]
     rows.append(
         [
             "total",
             "",
             "",
-            _money(report.min_usd_per_hour) + min_partial,
-            _money(report.max_usd_per_hour) + max_partial,
+            _money(report.min_usd_per_hour) + partial[0],
+            _money(report.max_usd_per_hour) + partial[1],
         ]
     )
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    out += [
-        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    out = [
+        f"cost of the node groups ({report.source}; {HOURS_PER_MONTH} h/month; nodes only, no EBS/NAT/EKS fee):",
+        region_note(region),
+        *aligned(rows),
     ]
     if report.partial:
         out.append(

@@ -5,12 +5,10 @@ provider would send (``kubectl apply`` form), and validates it with the JSON
 schemas of a given Kubernetes version (``kubernetes-validate``), strict, so an
 unknown field is an error as it is for ``kubectl apply --validate=strict``.
 
-``kubernetes_validate.validate`` caches nothing: every call lists the schema
-versions, parses the version's 1.5 MB ``_definitions.json`` and builds a new
-registry and validator. Here the definitions are parsed once per version and a
-validator is built once per kind, on first use; the library's own ``validate`` is
-still what answers anything the fast path does not cover (an unknown version or
-kind), so its errors are the same.
+``kubernetes_validate.validate`` caches nothing: every call parses the version's
+1.5 MB ``_definitions.json`` (~40 ms). Here they are parsed once per version and a
+validator is built once per kind; the library's own ``validate`` still answers what
+this does not cover (an unknown version or kind), so its errors are the same.
 """
 
 from __future__ import annotations
@@ -82,13 +80,6 @@ def _validator(schema_dir: str, kind: str, api_version: str) -> Any:
     schema = schema_contents(filename, schema_dir)
     registry = Resource.from_contents(schema) @ _registry(schema_dir)
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
-
-
-def preload(kubernetes_version: str) -> None:
-    """Parse the version's definitions now (e.g. while other processes run programs), not at the first check."""
-    schema_dir = _schema_dir(kubernetes_version)
-    if schema_dir is not None:
-        _registry(schema_dir)
 
 
 def validate_manifest(manifest: Mapping[str, Any], kubernetes_version: str) -> None:

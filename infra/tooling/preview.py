@@ -1,98 +1,58 @@
 """Offline preview: what ``pulumi up`` would create, with no cloud account and no Pulumi CLI.
 
 Runs each Pulumi program (the platform at the repository root and every project in
-``stacks/``) with its ``Pulumi.<stack>.yaml`` on Pulumi's mock engine, then prints
-the resource tree, the GPU-relevant inputs and a placement table, writes every
-Kubernetes object as YAML (schema-checked for the cluster's version), each Helm
+``stacks/``) with its ``Pulumi.<stack>.yaml`` on Pulumi's mock engine, one after the
+other, then prints the resource tree, the GPU-relevant inputs, a placement table, where
+each node agent lands, the node groups' cost and the policy pack's verdict, and writes
+every Kubernetes object as YAML (schema-checked for the cluster's version), each Helm
 release's values and one JSON file of all resources.
 
     python -m infra.tooling.preview --stack dev [--out preview-out] [--project DIR ...]
 
-Where the time goes (profiled on a 2-core machine): importing the provider SDK
-modules the programs touch (the platform alone pulls in ~800 modules, among them
-``pulumi_aws.ec2``'s ~180 and ``pulumi_kubernetes.core.v1``, one 2.5 MB module),
-then Pulumi resolving each Args class's type hints on first use, then tearing the
-interpreter down (~0.5 s). Running the programs again in the same process takes a
-tenth of the first run, and checking manifests far less. So: the platform runs in
-a forked worker while this process runs the stacks and parses the Kubernetes
-schemas; the report is still built and printed here, project by project in the
-usual order, so the output is what one process prints (``--jobs 1``). The command
-line also turns off the cyclic garbage collector (the objects are not garbage; its
-passes only slowed the imports, by about a fifth) and skips the teardown.
+The device plugin's pods are rendered from its pinned chart by the helm that
+``bin/setup`` builds.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
-import importlib
-import io
 import json
-import multiprocessing
 import os
-import pickle
 import sys
-import threading
-import traceback
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
 
 from infra.platform import config as platform_config
-from infra.platform.device_plugin import CHART as DEVICE_PLUGIN_CHART
-from infra.platform.instance_types import ARM_NVIDIA
-from infra.platform.node_pools import TEMPLATE
-from infra.tooling.agents import landings
+from infra.tooling.agents import NODE_GROUP, aligned, group_nodes, landings
 from infra.tooling.agents import table as agent_table
-from infra.tooling.chart_models import device_plugin_pod
+from infra.tooling.chart_models import DEVICE_PLUGIN_CHART, ChartUnavailable, device_plugin_pod
 from infra.tooling.costs import lines as cost_lines
 from infra.tooling.costs import stack_cost
-from infra.tooling.manifests import (
-    HELM_RELEASE_TYPE,
-    ManifestError,
-    is_manifest_type,
-    manifest_of,
-    preload,
-    validate_manifest,
-)
-from infra.tooling.offline import (
-    ProjectError,
-    Registration,
-    Run,
-    Secret,
-    load_project,
-    platform_contract,
-    run_project,
-)
+from infra.tooling.manifests import HELM_RELEASE_TYPE, is_manifest_type, manifest_of, validate_manifest
+from infra.tooling.offline import Registration, Run, Secret, load_project, platform_contract, run_project
 from infra.tooling.policy_rules import STACK, Links, resource_key
 from infra.tooling.policy_rules import check as check_policies
 from infra.workloads.images import image_check_status
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
-from infra.workloads.quantity import whole_count
 from infra.workloads.scheduling import Node, pods_per_node
 
 ROOT = Path(__file__).resolve().parents[2]
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod")
 SECRET_INPUTS = {"pulumi:providers:kubernetes": ("kubeconfig",)}
-# Imported before the workers fork, so that it is imported once for them and this
-# process: every project here declares Kubernetes objects (the platform its device
-# plugin's namespace, each stack its workloads), and core/v1 is one 2.5 MB module, ~0.2 s.
-SHARED_IMPORTS = ("pulumi_kubernetes.core.v1",)
 
 
 class PreviewError(Exception):
     """Something the user must fix; the message says what."""
 
 
-# What ``main`` reports as "error: ..." with exit code 1, rather than a traceback.
-USER_ERRORS = (PreviewError, ProjectError, ManifestError, platform_config.ConfigError, ValueError)
+# What ``main`` reports as "error: ..." with exit code 1, rather than a traceback; config,
+# project and manifest errors are ValueErrors.
+USER_ERRORS = (PreviewError, ChartUnavailable, ValueError)
 
 
 def _say(message: str) -> None:
@@ -141,27 +101,8 @@ def _pod_spec(manifest: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def nodes_of(run: Run) -> list[Node]:
-    """One node per node group and instance type, offering what a real one would.
-
-    A pool's ``nvidia.com/gpu`` is what its node group tells the autoscaler
-    (``node-template/resources``: GPUs x time-slicing replicas), else the type's GPUs.
-    """
-    nodes = []
-    for group in run.of_type(NODE_GROUP):
-        advertised = (group.inputs.get("tags") or {}).get(f"{TEMPLATE}/resources/{GPU_RESOURCE}")
-        for instance_type in group.inputs.get("instanceTypes", []):
-            gpus = ARM_NVIDIA[instance_type].gpus if instance_type in ARM_NVIDIA else 0
-            nodes.append(
-                Node.from_node_group(
-                    f"{group.name}/{instance_type}",
-                    labels=group.inputs.get("labels") or {},
-                    eks_taints=group.inputs.get("taints") or [],
-                    instance_type=instance_type,
-                    arch="arm64",
-                    gpus=whole_count(advertised) if advertised else gpus,
-                )
-            )
-    return nodes
+    """One node per node group and instance type, offering what a real one would."""
+    return [node for group in run.of_type(NODE_GROUP) for node in group_nodes(group.name, group.inputs)]
 
 
 def _column(node: Node) -> str:
@@ -178,8 +119,11 @@ def workloads_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
             if pod is not None:
                 found.append((f"{manifest['kind']}/{manifest['metadata']['name']}", pod))
         elif r.type == HELM_RELEASE_TYPE and r.inputs.get("chart") == DEVICE_PLUGIN_CHART:
-            pod = device_plugin_pod(r.inputs.get("values") or {})
-            found.append((f"DaemonSet/{r.inputs.get('name', r.name)} (helm)", pod))
+            release = r.inputs.get("name", r.name)
+            pod = device_plugin_pod(
+                r.inputs.get("values") or {}, release, r.inputs.get("namespace") or "default"
+            )
+            found.append((f"DaemonSet/{release} (helm)", pod))
     return found
 
 
@@ -232,14 +176,9 @@ IMAGE_COLUMN = "linux/arm64 image"
 
 def _image_status(pod: Mapping[str, Any]) -> str:
     """What the image check says of the pod's images (offline: not checked)."""
-    images = sorted(
-        {
-            c.get("image")
-            for c in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
-            if c.get("image")
-        }
-    )
-    return "; ".join(f"{image_check_status(i)}" for i in images) or "-"
+    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+    images = sorted({c["image"] for c in containers if c.get("image")})
+    return "; ".join(image_check_status(i) for i in images) or "-"
 
 
 def placement_table(run: Run, nodes: list[Node]) -> list[str]:
@@ -261,10 +200,7 @@ def placement_table(run: Run, nodes: list[Node]) -> list[str]:
             else:
                 cells.append(f"{min(c for c in counts if c)}/node")
         rows.append([name, *cells, _image_status(pod)])
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    return [
-        "  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
+    return aligned(rows)
 
 
 def spot_notes(run: Run) -> list[str]:
@@ -282,14 +218,24 @@ def spot_notes(run: Run) -> list[str]:
     return notes
 
 
-def _jsonable(value: Any) -> Any:
+def _secrets(value: Any, secret: Callable[[Secret], Any]) -> Any:
+    """``value`` with every Secret replaced by ``secret(it)``."""
     if isinstance(value, Secret):
-        return "[secret]"
+        return secret(value)
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: _secrets(v, secret) for k, v in value.items()}
     if isinstance(value, list):
-        return [_jsonable(v) for v in value]
+        return [_secrets(v, secret) for v in value]
     return value
+
+
+def _jsonable(value: Any) -> Any:
+    return _secrets(value, lambda _: "[secret]")
+
+
+def _unsecret(value: Any) -> Any:
+    """What a policy sees of a stack output: pulumi_policy hands secrets over as their values."""
+    return _secrets(value, lambda s: _unsecret(s.value))
 
 
 def write_outputs(run: Run, out: Path, kubernetes_version: str) -> list[Path]:
@@ -321,151 +267,6 @@ def write_outputs(run: Run, out: Path, kubernetes_version: str) -> list[Path]:
     )
     written.append(path)
     return written
-
-
-class WorkerTraceback(Exception):
-    """Where in a worker an unexpected error came from (shown as the cause of the re-raised error)."""
-
-    def __str__(self) -> str:
-        return f'\n"""\n{self.args[0]}"""'
-
-
-@dataclass
-class ProjectRun:
-    """One project's program run, as a worker hands it back: its name and run, or the error it raised.
-
-    Workers return the run, not a printed report: the placement table of a stack
-    needs the node groups the platform (another project) declared, and the schema
-    check uses the definitions this process parsed while the workers ran.
-    """
-
-    name: str = ""
-    run: Run | None = None
-    error: BaseException | None = None
-    traceback: str = ""
-    stdout: str = ""  # what the program printed, replayed where a sequential run prints it
-    stderr: str = ""
-
-    def result(self) -> tuple[str, Run]:
-        """The name and run, or the worker's error raised here."""
-        sys.stdout.write(self.stdout)
-        sys.stderr.write(self.stderr)
-        if self.error is not None:
-            if isinstance(self.error, USER_ERRORS):
-                raise self.error  # reported as "error: <message>", as without workers
-            raise self.error from WorkerTraceback(self.traceback)
-        assert self.run is not None
-        return self.name, self.run
-
-
-def _run_one(project: Path, stack: str) -> ProjectRun:
-    """Run one project's program (inline, or in a worker)."""
-    run = run_project(project, stack)
-    name, _ = load_project(project, stack)
-    return ProjectRun(name=name, run=run)
-
-
-def _captured(project: Path, stack: str) -> ProjectRun:
-    """``_run_one`` with what the program prints kept, and any error it raises kept too, for later."""
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            outcome = _run_one(project, stack)
-    except Exception as error:
-        outcome = ProjectRun(error=error, traceback=traceback.format_exc())
-    outcome.stdout, outcome.stderr = out.getvalue(), err.getvalue()
-    return outcome
-
-
-def _run_in_worker(project: Path, stack: str) -> bytes:
-    """``_captured`` in a worker process, pickled here so that nothing can fail on the way back.
-
-    Never raises: an error travels as itself, or, if it cannot be pickled, as a
-    PreviewError with the same message (a user error) or a RuntimeError naming it.
-    """
-    outcome = _captured(project, stack)
-    try:
-        return pickle.dumps(outcome)
-    except Exception as unpicklable:
-        if isinstance(outcome.error, USER_ERRORS):
-            outcome.error = PreviewError(str(outcome.error))
-        else:
-            problem = outcome.error or unpicklable
-            outcome.error = RuntimeError(f"{type(problem).__name__}: {problem} (in a preview worker)")
-            outcome.traceback = outcome.traceback or traceback.format_exc()
-        outcome.run = None
-        return pickle.dumps(outcome)
-
-
-def _workers(projects: int, jobs: int | None) -> int:
-    """How many projects run at once (this process being one of them); 0 or 1: one after the other.
-
-    Default: one per core. Never more than one when this process has other threads
-    (e.g. a test process that already ran a program: Pulumi's event loop keeps
-    executor threads): a forked child gets only the forking thread, and an executor
-    that believes it has idle threads would wait on them for ever.
-    """
-    cores = os.cpu_count() or 1
-    wanted = min(jobs if jobs is not None else cores, projects)
-    if wanted < 2 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        return 0
-    return wanted
-
-
-def _runs(
-    projects: Sequence[Path], stack: str, kubernetes_version: str, jobs: int | None = None
-) -> Iterator[tuple[str, Run]]:
-    """Each project's (name, run), in the given order, announced as it is reached.
-
-    In parallel, all but the last project run in forked worker processes (fork:
-    what this process imported is not imported again) while this process runs the
-    last one, then parses the Kubernetes schemas. The first project is the
-    platform, by far the heaviest (the AWS SDK); the stacks after it only declare
-    Kubernetes objects, so this process has time to spare for the schemas; and one
-    process fewer was faster and ~15% less memory (PSS) than a worker per project.
-    Results are still taken in order, so a failing project stops the preview where
-    a sequential run stops: nothing after it is printed or written (though the
-    programs after it have run).
-    """
-    workers = _workers(len(projects), jobs)
-
-    def announce(index: int, project: Path) -> None:
-        shown = project.relative_to(ROOT) if project.is_relative_to(ROOT) else project
-        _say(f"[{index}/{len(projects)}] running {shown} (stack {stack}) on the mock engine ...")
-
-    if not workers:
-        for index, project in enumerate(projects, 1):
-            announce(index, project)
-            yield _run_one(project, stack).result()
-        return
-    for module in SHARED_IMPORTS:
-        vars(importlib.import_module(module))  # touching it loads it, where the SDK imports lazily
-    sys.stdout.flush()  # a child must not inherit (and later write) anything still buffered
-    sys.stderr.flush()
-    # Every worker is forked at the first submit, before this process runs a program
-    # (which starts threads); the pool's own thread starts after them.
-    executor = ProcessPoolExecutor(workers - 1, mp_context=multiprocessing.get_context("fork"))
-    try:
-        futures = [executor.submit(_run_in_worker, project, stack) for project in projects[:-1]]
-        last = _captured(projects[-1], stack)
-        preload(kubernetes_version)
-        for index, project in enumerate(projects, 1):
-            announce(index, project)
-            outcome = pickle.loads(futures[index - 1].result()) if index <= len(futures) else last
-            yield outcome.result()
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-
-
-def _unsecret(value: Any) -> Any:
-    """What a policy sees of a stack output: pulumi_policy hands secrets over as their values."""
-    if isinstance(value, Secret):
-        return _unsecret(value.value)
-    if isinstance(value, dict):
-        return {k: _unsecret(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_unsecret(v) for v in value]
-    return value
 
 
 def policy_input(project: str, stack: str, run: Run) -> tuple[list[tuple[str, str, Any]], Links]:
@@ -522,12 +323,8 @@ def project_report(
     return blocks, sum(1 for v in violations if v.level == "mandatory")
 
 
-def preview(stack: str, out: Path, projects: Sequence[str] = (), jobs: int | None = None) -> int:
-    """Preview every project; return the number of Kubernetes manifests written.
-
-    ``jobs``: how many projects run at once (default: one per core); 1 runs them in
-    this process, one after the other (e.g. to profile a program).
-    """
+def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> int:
+    """Preview every project, one after the other; return the number of Kubernetes manifests written."""
     chosen = _projects(stack, projects)
     if not chosen:
         raise PreviewError(f"no project has a Pulumi.{stack}.yaml; create one or pass --project")
@@ -538,22 +335,23 @@ def preview(stack: str, out: Path, projects: Sequence[str] = (), jobs: int | Non
     )
     placement = Placement.from_dict(platform_contract(stack))  # the contract with its pools
     nodes: list[Node] = []
-    count = 0
-    mandatory = 0
-    # closing: on an error below, the workers are shut down here, not whenever the generator is freed.
-    with contextlib.closing(_runs(chosen, stack, version, jobs)) as runs:
-        for name, run in runs:
-            nodes = nodes or nodes_of(run)
-            blocks, project_mandatory = project_report(
-                name, stack, run, nodes, placement, root_config.get("aws:region")
-            )
-            print("\n".join(blocks))
-            mandatory += project_mandatory
-            written = write_outputs(run, out / name, version)
-            count += sum(1 for p in written if not p.name.startswith(("helm-", "resources")))
-            print(f"\nwrote {len(written)} files to {out / name} (manifests valid for Kubernetes {version})")
-            if run.stack_outputs:
-                print("outputs: " + json.dumps(_jsonable(run.stack_outputs), sort_keys=True))
+    count = mandatory = 0
+    for index, project in enumerate(chosen, 1):
+        shown = project.relative_to(ROOT) if project.is_relative_to(ROOT) else project
+        _say(f"[{index}/{len(chosen)}] running {shown} (stack {stack}) on the mock engine ...")
+        run = run_project(project, stack)
+        name = load_project(project, stack)[0]
+        nodes = nodes or nodes_of(run)
+        blocks, project_mandatory = project_report(
+            name, stack, run, nodes, placement, root_config.get("aws:region")
+        )
+        print("\n".join(blocks))
+        mandatory += project_mandatory
+        written = write_outputs(run, out / name, version)
+        count += sum(1 for p in written if not p.name.startswith(("helm-", "resources")))
+        print(f"\nwrote {len(written)} files to {out / name} (manifests valid for Kubernetes {version})")
+        if run.stack_outputs:
+            print("outputs: " + json.dumps(_jsonable(run.stack_outputs), sort_keys=True))
     if mandatory:
         raise PreviewError(f"{mandatory} mandatory policy violation(s); each line above names the fix")
     return count
@@ -572,15 +370,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--project", action="append", default=[], help="a project directory (repeatable; default: all)"
     )
-    parser.add_argument(
-        "--jobs",
-        type=int,
-        default=None,
-        help="projects run at once, the others in forked processes (default: one per core; 1: all in this one)",
-    )
     args = parser.parse_args(argv)
     try:
-        preview(args.stack, args.out, args.project, args.jobs)
+        preview(args.stack, args.out, args.project)
     except USER_ERRORS as error:
         _say(f"error: {error}")
         return 1
@@ -590,11 +382,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _cli() -> NoReturn:
     """``main`` as a short-lived command: no cyclic GC, no interpreter teardown.
 
-    The run allocates about a million long-lived objects (SDK classes, type hints)
-    and almost no cyclic garbage, so the collector's passes only slow the imports
-    (about a fifth of their time; peak memory is unchanged). Tearing the interpreter
-    down frees all of it one object at a time (~0.5 s); the OS reclaims it at once.
-    Every file is closed by then; stdout and stderr are flushed first.
+    The run allocates about a million long-lived objects and almost no cyclic garbage,
+    so the collector's passes only slow the imports (about a fifth); tearing the
+    interpreter down frees them one by one (~0.5 s), where the OS reclaims them at once.
     """
     gc.disable()
     code = main()
@@ -604,9 +394,4 @@ def _cli() -> NoReturn:
 
 
 if __name__ == "__main__":
-    # Run as the importable module, not as __main__: a worker's function and result
-    # travel as pickled references by module name, and while this process runs a
-    # program (runpy, run_name="__main__") __main__ is that program, not this file.
-    from infra.tooling import preview
-
-    preview._cli()
+    _cli()

@@ -20,7 +20,7 @@ from pulumi_policy.proxy import (
 )
 
 from infra.platform import observability
-from infra.platform.addons import ADDON_VERSIONS
+from infra.platform.addons import ADDON_VERSIONS, CLOUDWATCH_ADDON, NODE_MONITORING_ADDON
 from infra.platform.config import DEVICE_PLUGIN_CHART_VERSION
 from infra.platform.device_plugin import values as device_plugin_values
 from infra.tooling import agents, chart_models
@@ -153,7 +153,7 @@ def test_the_device_plugin_on_a_system_group_is_a_violation(dev: Run) -> None:
     release = (
         "kubernetes:helm.sh/v3:Release",
         "rogue-plugin",
-        {"chart": "nvidia-device-plugin", "version": "0.19.3", "values": bad},
+        {"chart": "nvidia-device-plugin", "version": "0.19.3", "namespace": "gpu", "values": bad},
     )
     resources = [t for t in _triples(dev) if t[0] != "kubernetes:helm.sh/v3:Release"] + [release]
     messages = [v.message for v in check(resources, DEFAULT_PLACEMENT) if v.rule == "gpu-agents-on-gpu-pools"]
@@ -180,7 +180,7 @@ def test_configuration_values_not_known_yet_are_unknown() -> None:
             "aws:eks/addon:Addon",
             "cw",
             {
-                "addonName": agents.CLOUDWATCH_ADDON,
+                "addonName": CLOUDWATCH_ADDON,
                 "addonVersion": CW_VERSION,
                 "configurationValues": unknown,
             },
@@ -193,7 +193,7 @@ def test_configuration_values_not_known_yet_are_unknown() -> None:
             (
                 "aws:eks/addon:Addon",
                 "nm",
-                {"addonName": agents.NODE_MONITORING_ADDON, "addonVersion": NM_VERSION},
+                {"addonName": NODE_MONITORING_ADDON, "addonVersion": NM_VERSION},
             )
         ],
         DEFAULT_PLACEMENT,
@@ -214,8 +214,8 @@ def test_only_modelled_chart_and_addon_versions_are_judged_anything_else_is_unkn
     for typ, name, props in _triples(dev):
         if typ in bumped and props.get("chart", props.get("addonName")) in (
             "nvidia-device-plugin",
-            agents.CLOUDWATCH_ADDON,
-            agents.NODE_MONITORING_ADDON,
+            CLOUDWATCH_ADDON,
+            NODE_MONITORING_ADDON,
         ):
             key, version = bumped[typ]
             props = {**props, key: version}
@@ -223,8 +223,8 @@ def test_only_modelled_chart_and_addon_versions_are_judged_anything_else_is_unkn
     found = landings(resources, DEFAULT_PLACEMENT)
     unknown = {landing.agent.name: landing.agent.source for landing in found if landing.agent.pod is None}
     assert unknown == {
-        "nvidia-device-plugin (helm 0.99.0)": "nvidia-device-plugin version '0.99.0' is not one the chart model "
-        "was read from (0.19.3)",
+        "nvidia-device-plugin (helm 0.99.0)": "nvidia-device-plugin version '0.99.0' is not the one pinned and "
+        "rendered here (0.19.3)",
         "add-on amazon-cloudwatch-observability v9.0.0-eksbuild.1": "amazon-cloudwatch-observability version "
         "'v9.0.0-eksbuild.1' is not one the chart model was read from (v6.4.0-*)",
         "add-on eks-node-monitoring-agent v9.0.0-eksbuild.1": "eks-node-monitoring-agent version "
@@ -232,14 +232,14 @@ def test_only_modelled_chart_and_addon_versions_are_judged_anything_else_is_unkn
     }
     assert not any(landing.problems for landing in found)  # unknown is advisory, never "ok" and never a pass
     assert {
-        v.rule for v in check(resources, DEFAULT_PLACEMENT) if "not one the chart model" in v.message
+        v.rule for v in check(resources, DEFAULT_PLACEMENT) if "version" in v.message and "0" in v.message
     } == {"agent-placement-unknown"}
     rows = table(found)
     assert all(row.rstrip().endswith("unknown") for row in rows if "0.99.0" in row or "v9.0.0" in row)
     # another eksbuild of the same upstream chart is the same model
-    assert chart_models.modelled(agents.CLOUDWATCH_ADDON, "v6.4.0-eksbuild.7")
-    assert not chart_models.modelled(agents.CLOUDWATCH_ADDON, "v6.4.01-eksbuild.1")
-    assert not chart_models.modelled("nvidia-device-plugin", None)
+    assert chart_models.modelled(CLOUDWATCH_ADDON, "v6.4.0-eksbuild.7")
+    assert not chart_models.modelled(CLOUDWATCH_ADDON, "v6.4.01-eksbuild.1")
+    assert not chart_models.modelled(CLOUDWATCH_ADDON, None)
 
 
 def test_the_device_plugin_charts_mps_control_daemon_is_a_row_that_runs_only_on_mps_capable_nodes(
@@ -295,9 +295,9 @@ def test_the_stack_policy_still_runs_in_a_first_preview_with_unknown_outputs(mon
     assert "untolerated taint GPU=true:NoSchedule" in message
     assert urn == crossguard.urn(DS, "gpu-exporter")
     advisory = {m[2] for m in messages if m[0] == "agent-placement-unknown"}
-    for addon in (agents.CLOUDWATCH_ADDON, agents.NODE_MONITORING_ADDON):
+    for addon in (CLOUDWATCH_ADDON, NODE_MONITORING_ADDON):
         assert any(
-            f"\nadd-on {addon} {NM_VERSION if addon == agents.NODE_MONITORING_ADDON else CW_VERSION} "
+            f"\nadd-on {addon} {NM_VERSION if addon == NODE_MONITORING_ADDON else CW_VERSION} "
             "placement unknown (configurationValues not known yet)" in m
             for m in advisory
         ), advisory
@@ -335,7 +335,7 @@ def test_the_cloudwatch_addon_with_chart_defaults_would_land_everywhere_and_ours
             "aws:eks/addon:Addon",
             "cw",
             {
-                "addonName": agents.CLOUDWATCH_ADDON,
+                "addonName": CLOUDWATCH_ADDON,
                 "addonVersion": CW_VERSION,
                 "configurationValues": configuration,
             },
@@ -366,25 +366,65 @@ def test_intent_comes_from_the_annotation_or_from_what_the_daemonset_asks_for() 
     ) == ("gpu-nodes")
 
 
-def test_addon_names_match_the_platform() -> None:
-    assert agents.CLOUDWATCH_ADDON == observability.CLOUDWATCH_ADDON
-    assert agents.NODE_MONITORING_ADDON == observability.NODE_MONITORING_ADDON
-
-
 def test_every_pinned_addon_version_is_one_the_models_were_read_from() -> None:
     """Bumping a pin in infra/platform/addons.py without re-reading the chart fails here, not on a cluster."""
     for pins in ADDON_VERSIONS.values():
-        for addon in (agents.CLOUDWATCH_ADDON, agents.NODE_MONITORING_ADDON):
+        for addon in (CLOUDWATCH_ADDON, NODE_MONITORING_ADDON):
             assert chart_models.modelled(addon, pins[addon]), (addon, pins[addon])
 
 
-def test_the_device_plugin_model_is_the_platforms() -> None:
+def test_the_device_plugin_is_rendered_from_the_chart_the_platform_deploys() -> None:
     from infra.platform import device_plugin
-    from infra.tooling import chart_models
 
     assert chart_models.DEVICE_PLUGIN_CHART == device_plugin.CHART
-    assert chart_models.modelled(chart_models.DEVICE_PLUGIN_CHART, DEVICE_PLUGIN_CHART_VERSION)
-    assert list(device_plugin.CHART_TOLERATIONS) == chart_models.DEVICE_PLUGIN_DEFAULTS["tolerations"]
+    assert chart_models.device_plugin_version() == DEVICE_PLUGIN_CHART_VERSION
+    # the platform keeps the chart's own default tolerations beside the contract's
+    assert list(device_plugin.CHART_TOLERATIONS) == chart_models.device_plugin_pod({})["tolerations"]
+
+
+def _release(**props: Any) -> tuple[str, str, dict]:
+    values = device_plugin_values(DEFAULT_PLACEMENT)
+    base = {"chart": "nvidia-device-plugin", "version": "0.19.3", "namespace": "gpu", "values": values}
+    return ("kubernetes:helm.sh/v3:Release", "plugin", {**base, **props})
+
+
+def test_every_daemonset_the_chart_renders_is_an_agent() -> None:
+    """gpu-feature-discovery comes with gfd.enabled (and NFD's worker with it): rows of their own."""
+    values = {**device_plugin_values(DEFAULT_PLACEMENT), "gfd": {"enabled": True}}
+    found = {
+        a.name: a
+        for a in agents_of([_release(name="nvidia-device-plugin", values=values)], DEFAULT_PLACEMENT)
+    }
+    assert found["nvidia-device-plugin (helm 0.19.3)"].device_plugin
+    assert found["nvidia-device-plugin-gpu-feature-discovery (helm 0.19.3)"].intent == "gpu-nodes"
+    assert found["nvidia-device-plugin-mps-control-daemon (helm 0.19.3)"].intent == "none"
+    assert found["nvidia-device-plugin-node-feature-discovery-worker (helm 0.19.3)"].intent == "all-nodes"
+
+
+def test_a_release_the_chart_refuses_or_values_not_known_yet_are_unknown() -> None:
+    typ, name, props = _release()
+    del props["namespace"]  # helm.v3.Release installs into "default", which the chart refuses
+    (default_namespace,) = agents_of([(typ, name, props)], DEFAULT_PLACEMENT)
+    assert default_namespace.pod is None and "allowDefaultNamespace" in default_namespace.source
+    for unknown in ({"values": None}, {"values": {"nodeSelector": None}}, {"namespace": None}):
+        (agent,) = agents_of([_release(**unknown)], DEFAULT_PLACEMENT)
+        assert agent.pod is None and agent.source == "Release values or namespace not known yet", unknown
+
+
+def test_without_the_built_helm_the_plugin_is_unknown_and_says_to_run_setup(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from localcluster import charts
+
+    monkeypatch.setattr(charts, "BIN", tmp_path)
+    chart_models._rendered.cache_clear()
+    try:
+        (agent,) = agents_of([_release()], DEFAULT_PLACEMENT)
+        (violation,) = check([_release()], DEFAULT_PLACEMENT)
+    finally:
+        chart_models._rendered.cache_clear()
+    assert agent.pod is None and "run bin/setup" in agent.source
+    assert violation.rule == "agent-placement-unknown" and "run bin/setup" in violation.message
 
 
 def test_the_rules_import_where_the_policy_pack_runs_without_the_platform_extra() -> None:
