@@ -35,14 +35,13 @@ from infra.tooling.costs import lines as cost_lines
 from infra.tooling.costs import stack_cost
 from infra.tooling.manifests import HELM_RELEASE_TYPE, is_manifest_type, manifest_of, validate_manifest
 from infra.tooling.offline import Registration, Run, Secret, load_project, platform_contract, run_project
-from infra.tooling.policy_rules import STACK, Links, resource_key
+from infra.tooling.policy_rules import STACK, WORKLOAD_TYPES, Links, pod_spec_of, resource_key
 from infra.tooling.policy_rules import check as check_policies
 from infra.workloads.images import image_check_status
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
 from infra.workloads.scheduling import Node, pods_per_node
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod")
 SECRET_INPUTS = {"pulumi:providers:kubernetes": ("kubeconfig",)}
 
 
@@ -89,17 +88,6 @@ def _masked(registration: Registration) -> dict[str, Any]:
     return inputs
 
 
-def _pod_spec(manifest: dict[str, Any]) -> dict[str, Any] | None:
-    kind, spec = manifest.get("kind"), manifest.get("spec") or {}
-    if kind == "Pod":
-        return spec
-    if kind == "CronJob":
-        return ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template", {}).get("spec")
-    if kind in WORKLOAD_KINDS:
-        return (spec.get("template") or {}).get("spec")
-    return None
-
-
 def nodes_of(run: Run) -> list[Node]:
     """One node per node group and instance type, offering what a real one would."""
     return [node for group in run.of_type(NODE_GROUP) for node in group_nodes(group.name, group.inputs)]
@@ -113,11 +101,9 @@ def _column(node: Node) -> str:
 def workloads_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
     found = []
     for r in run.resources:
-        if is_manifest_type(r.type) and r.custom:
-            manifest = manifest_of(r.type, r.name, r.inputs)
-            pod = _pod_spec(manifest)
-            if pod is not None:
-                found.append((f"{manifest['kind']}/{manifest['metadata']['name']}", pod))
+        if r.type in WORKLOAD_TYPES and r.custom:
+            name = (r.inputs.get("metadata") or {}).get("name", r.name)
+            found.append((f"{r.type.rsplit(':', 1)[1]}/{name}", dict(pod_spec_of(r.type, r.inputs) or {})))
         elif r.type == HELM_RELEASE_TYPE and r.inputs.get("chart") == DEVICE_PLUGIN_CHART:
             release = r.inputs.get("name", r.name)
             pod = device_plugin_pod(
