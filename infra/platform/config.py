@@ -11,9 +11,9 @@ message, prefixed with the key as the stack file spells it. Read from plain data
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
-import ipaddress
 import json
 import re
 from collections.abc import Mapping
@@ -37,6 +37,7 @@ from pydantic_core import PydanticCustomError
 
 from infra.platform.gpu_metrics import MAX_ALARM_SECONDS
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
+from infra.platform.network import subnet_layout
 from infra.platform.node_pools import SYSTEM_LABEL, WHOLE_GPUS
 from infra.workloads.durations import go_duration_seconds
 from infra.workloads.placement import CAPACITY_TYPES, POOL_LABEL, GpuPool, Placement, PlacementError
@@ -47,9 +48,6 @@ from infra.workloads.placement import CAPACITY_TYPES, POOL_LABEL, GpuPool, Place
 SUPPORTED_KUBERNETES_VERSIONS = ("1.35", "1.36")
 DEFAULT_KUBERNETES_VERSION = "1.35"
 DEVICE_PLUGIN_CHART_VERSION = "0.19.3"
-# Subnets each AZ gets in a new VPC: nodes and pods (VPC CNI) in private, load balancers in public.
-PRIVATE_SUBNET_PREFIX = 19
-PUBLIC_SUBNET_PREFIX = 22
 # EC2 CreateVpc takes an IPv4 block from /16 (65,536 addresses) to /28 (16).
 VPC_PREFIXES = (16, 28)
 # A pool name becomes a label value, a Pulumi resource name and the node group name prefix
@@ -57,7 +55,6 @@ VPC_PREFIXES = (16, 28)
 # caps a name prefix at 37 characters (63 minus its 26-character unique suffix). whole-gpus names
 # the device plugin's default config, which a time-sliced pool's config (named after it) would replace.
 POOL_NAME = rf"^(?!{WHOLE_GPUS}$)[A-Za-z0-9]([A-Za-z0-9_-]{{0,30}}[A-Za-z0-9])?$"
-NAMESPACE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 CHART_VERSION = r"^\d+\.\d+\.\d+$"
 
 
@@ -84,27 +81,23 @@ def _unique(items: tuple[Any, ...]) -> tuple[Any, ...]:
     return items
 
 
-def _go_duration(longest: float | None = None) -> AfterValidator:
-    """A Go duration (``time.ParseDuration``); with ``longest``, positive and at most that many seconds.
+def _go_duration(value: str) -> str:
+    # Hand-written: pydantic has no Go duration type; the grammar lives in infra.workloads.durations.
+    if go_duration_seconds(value) is None:
+        raise ValueError(
+            f"must be a duration as Go writes it (e.g. 90s, 10m, 1h30m; units ns, us, ms, s, m, h), got {value!r}"
+        )
+    return value
 
-    Hand-written: pydantic has no Go duration type, and the grammar lives in ``infra.workloads.durations``.
-    """
-    kind = "a duration" if longest is None else "a positive duration"
 
-    def check(value: str) -> str:
-        seconds = go_duration_seconds(value)
-        if seconds is None or (longest is not None and seconds <= 0):
-            raise ValueError(
-                f"must be {kind} as Go writes it (e.g. 90s, 10m, 1h30m; units ns, us, ms, s, m, h), got {value!r}"
-            )
-        if longest is not None and seconds > longest:
-            raise ValueError(
-                f"must be at most 24h: CloudWatch refuses an alarm whose Period x EvaluationPeriods exceeds "
-                f"{longest:.0f} s (one-minute periods here), got {value!r}"
-            )
-        return value
-
-    return AfterValidator(check)
+def _alarm_window(value: str) -> str:
+    # CloudWatch refuses Period x EvaluationPeriods above a day; refused here, not mid-`pulumi up`.
+    if not 0 < (go_duration_seconds(value) or 0) <= MAX_ALARM_SECONDS:
+        raise ValueError(
+            f"must be more than 0s and at most 24h: CloudWatch refuses an alarm whose Period x "
+            f"EvaluationPeriods exceeds {MAX_ALARM_SECONDS} s (one-minute periods here), got {value!r}"
+        )
+    return value
 
 
 # Constraints go before the validators, so pydantic checks them natively and the schema states them.
@@ -125,19 +118,29 @@ def unique(item: Any, min_items: int = 0) -> Any:
 Flag = Annotated[StrictBool, BeforeValidator(_cli_boolean)]
 Nodes = whole(0, 450)  # EKS CreateNodegroup (NodegroupScalingConfig)
 MaxNodes = whole(1, 450)
-GoDuration = Annotated[str, _go_duration(), Field(json_schema_extra={"format": "go-duration"})]
-AlarmDuration = Annotated[
-    str,
-    _go_duration(MAX_ALARM_SECONDS),
-    Field(json_schema_extra={"format": "go-duration", "exclusiveMinimum": "0s", "maximum": "24h"}),
+GoDuration = Annotated[str, AfterValidator(_go_duration), Field(json_schema_extra={"format": "go-duration"})]
+AlarmWindow = Annotated[
+    GoDuration,
+    AfterValidator(_alarm_window),
+    Field(json_schema_extra={"exclusiveMinimum": "0s", "maximum": "24h"}),
 ]
 
 
-def _pattern(regex: str, example: str) -> Any:
-    return Field(pattern=regex, examples=[example])
+def text(pattern: str, example: str) -> Any:
+    """Text matching ``pattern``; the example goes into the docs and into a refusal."""
+    return Annotated[str, Field(pattern=pattern, examples=[example])]
 
 
-SubnetId = Annotated[str, _pattern(r"^subnet-[0-9a-f]{8,17}$", "subnet-0123456789abcdef0")]
+SubnetId = text(r"^subnet-[0-9a-f]{8,17}$", "subnet-0123456789abcdef0")
+Namespace = text(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", "inference")
+IamPrincipal = text(
+    r"^arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$",
+    "arn:aws:iam::123456789012:role/ci-deploy",
+)
+SnsTopic = text(
+    r"^arn:aws(-cn|-us-gov)?:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$",
+    "arn:aws:sns:us-west-2:123456789012:gpu-oncall",
+)
 SystemType = Literal[tuple(ARM_SYSTEM)]
 GpuType = Literal[tuple(ARM_NVIDIA)]
 
@@ -158,7 +161,7 @@ class Section(BaseModel):
 class NetworkConfig(Section):
     """An existing VPC (vpcId + subnets) or a new one (cidr, availabilityZones, natGateways)."""
 
-    vpc_id: Annotated[str, _pattern(r"^vpc-[0-9a-f]{8,17}$", "vpc-0123456789abcdef0")] | None = None
+    vpc_id: text(r"^vpc-[0-9a-f]{8,17}$", "vpc-0123456789abcdef0") | None = None
     """An existing VPC to use; then also privateSubnetIds (secret-capable)."""
     private_subnet_ids: unique(SubnetId, 2) = ()
     """Subnets of an existing VPC for the nodes, in two AZs or more."""
@@ -197,35 +200,6 @@ class NetworkConfig(Section):
         return self
 
 
-def subnet_layout(cidr: str | IPv4Network, zones: int) -> tuple[list[str], list[str]]:
-    """The private and public subnet CIDRs a new VPC gets: private ones first, then public, aligned.
-
-    Computed here, not left to awsx's allocator, so a CIDR that cannot hold them is
-    refused with the size that would.
-    """
-    vpc = ipaddress.ip_network(cidr)
-    private = list(vpc.subnets(new_prefix=PRIVATE_SUBNET_PREFIX))[:zones] if vpc.prefixlen <= 19 else []
-    taken = private[-1].broadcast_address if private else None
-    public = (
-        [
-            s
-            for s in vpc.subnets(new_prefix=PUBLIC_SUBNET_PREFIX)
-            if taken is None or s.network_address > taken
-        ]
-        if vpc.prefixlen <= PUBLIC_SUBNET_PREFIX
-        else []
-    )[:zones]
-    if len(private) < zones or len(public) < zones:
-        needed = zones * (2 ** (32 - PRIVATE_SUBNET_PREFIX) + 2 ** (32 - PUBLIC_SUBNET_PREFIX))
-        smallest = next(p for p in range(PRIVATE_SUBNET_PREFIX, 0, -1) if 2 ** (32 - p) >= needed)
-        raise ValueError(
-            f".cidr {cidr} cannot hold {zones} private /{PRIVATE_SUBNET_PREFIX} and {zones} public "
-            f"/{PUBLIC_SUBNET_PREFIX} subnets ({needed} addresses; pods take VPC addresses too): use a "
-            f"/{smallest} or larger, e.g. 10.0.0.0/16"
-        )
-    return [str(s) for s in private], [str(s) for s in public]
-
-
 class EndpointConfig(Section):
     private_access: Flag = True
     """The API endpoint inside the VPC."""
@@ -260,7 +234,7 @@ class NodeGroupConfig(Section):
     min_size: Nodes = 2
     """Nodes at least (EKS CreateNodegroup: 0 or more)."""
     desired_size: Nodes | None = None
-    """Nodes wanted; defaults to minSize; applied as written."""
+    """Nodes at creation (default minSize); the system group is held at it, a GPU pool keeps the nodes it runs, raised to minSize (autoscaler off: to a larger desiredSize)."""
     max_size: MaxNodes = 3
     """Nodes at most (EKS CreateNodegroup: 1 or more)."""
     disk_size_gib: Annotated[whole(20, 16384), Field(alias="diskSizeGiB")] = 30
@@ -303,8 +277,6 @@ class GpuPoolConfig(NodeGroupConfig):
     """Arm + NVIDIA T4G types, all with the same GPU count (x86 GPU types cannot run the Arm AMI)."""
     min_size: Nodes = 0
     """Nodes at least; 0 lets the pool scale from zero."""
-    desired_size: Nodes | None = None
-    """A new pool's size (default minSize); later the pool keeps the nodes it runs, raised to minSize (autoscaler off: to a larger desiredSize)."""
     max_size: MaxNodes = 2
     """Nodes at most: as far as the autoscaler may go; not below the nodes the pool runs (checked)."""
     disk_size_gib: Annotated[whole(50, 16384), Field(alias="diskSizeGiB")] = 100
@@ -349,20 +321,18 @@ class PlacementConfig(Section):
 
 
 class DevicePluginConfig(Section):
-    chart_version: Annotated[str, _pattern(CHART_VERSION, DEVICE_PLUGIN_CHART_VERSION)] = (
-        DEVICE_PLUGIN_CHART_VERSION
-    )
+    chart_version: text(CHART_VERSION, DEVICE_PLUGIN_CHART_VERSION) = DEVICE_PLUGIN_CHART_VERSION
     """nvidia-device-plugin chart, pinned."""
-    namespace: Annotated[
-        str, _pattern(rf"^(?!default$|kube-system$){NAMESPACE[1:]}", "nvidia-device-plugin")
-    ] = "nvidia-device-plugin"
+    namespace: text(
+        r"^(?!default$|kube-system$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", "nvidia-device-plugin"
+    ) = "nvidia-device-plugin"
     """Its own namespace (the chart refuses default)."""
 
 
 class AutoscalerConfig(Section):
     enabled: Flag = True
     """false declares no autoscaler resources at all; the pools keep the nodes they run and minSize/desiredSize size them."""
-    chart_version: Annotated[str, _pattern(CHART_VERSION, "9.59.0")] = "9.59.0"
+    chart_version: text(CHART_VERSION, "9.59.0") = "9.59.0"
     """cluster-autoscaler chart, pinned; the image follows kubernetesVersion."""
     expander: Literal["least-waste", "priority", "random", "most-pods"] = "least-waste"
     """How it picks among equally ranked pools; when pools differ in node price, pods per node or capacity type, priority (cheapest node first, spot first among equals) goes in front."""
@@ -378,20 +348,11 @@ _SECTION = Field(default_factory=dict, validate_default=True)  # defaults go thr
 class AlarmsConfig(Section):
     """CloudWatch alarms on the GPU pools."""
 
-    sns_topic_arn: (
-        Annotated[
-            str,
-            _pattern(
-                r"^arn:aws(-cn|-us-gov)?:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$",
-                "arn:aws:sns:us-west-2:123456789012:gpu-oncall",
-            ),
-        ]
-        | None
-    ) = None
+    sns_topic_arn: SnsTopic | None = None
     """Where alarms notify; unset: the alarms exist but notify nobody."""
-    gpu_pod_pending_for: AlarmDuration = "10m"
+    gpu_pod_pending_for: AlarmWindow = "10m"
     """Alarm when pods stay unschedulable this long (a stuck GPU scale-up; 8 of every 10 minutes); rounded up to whole minutes."""
-    node_not_ready_for: AlarmDuration = "10m"
+    node_not_ready_for: AlarmWindow = "10m"
     """Alarm when a node stays NotReady this long; rounded up to whole minutes."""
 
 
@@ -404,7 +365,7 @@ class ObservabilityConfig(Section):
     """Fluent Bit shipping every container's stdout to CloudWatch Logs (billed per GB)."""
     node_monitoring_agent: Flag = True
     """The eks-node-monitoring-agent add-on: the node conditions node auto-repair acts on."""
-    gpu_namespaces: unique(Annotated[str, _pattern(NAMESPACE, "inference")]) = ()
+    gpu_namespaces: unique(Namespace) = ()
     """Namespaces of GPU workloads: the dashboard adds their pending pods."""
     alarms: Annotated[AlarmsConfig, _SECTION]
     """Alarm thresholds and the SNS topic."""
@@ -416,19 +377,11 @@ class PlatformConfig(Section):
     region: SkipJsonSchema[str]
     secret_keys: SkipJsonSchema[frozenset[str]] = frozenset()
     """Config keys set with ``--secret``: their values reach resources only as secret Outputs."""
-    cluster_name: Annotated[str, _pattern(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$", "eks-gpu-platform-dev")]
+    cluster_name: text(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$", "eks-gpu-platform-dev")
     """The EKS cluster's name; default <project>-<stack>."""
     kubernetes_version: Literal[SUPPORTED_KUBERNETES_VERSIONS] = DEFAULT_KUBERNETES_VERSION
     """EKS minor in standard support, a quoted string; a bump upgrades control plane, node groups, add-ons and autoscaler image."""
-    cluster_admins: unique(
-        Annotated[
-            str,
-            _pattern(
-                r"^arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$",
-                "arn:aws:iam::123456789012:role/ci-deploy",
-            ),
-        ]
-    ) = ()
+    cluster_admins: unique(IamPrincipal) = ()
     """IAM roles or users that get cluster-admin access entries (the creator always has one)."""
     network: Annotated[NetworkConfig, _SECTION]
     """A new VPC (cidr, availabilityZones, natGateways) or an existing one (vpcId, subnets)."""
@@ -527,44 +480,18 @@ def _schema_at(loc: tuple[Any, ...]) -> dict[str, Any]:
     return node
 
 
-# Known mistakes, and what to write instead: (key, value) patterns and the hint added to the refusal.
-HINTS = (
+# Known mistakes, and what to write instead: (key, value) patterns -> the hint added to the refusal.
+HINTS = {
+    ("kubernetesVersion", r"1\.34"): "1.34 left EKS standard support on 2026-12-02: set 1.35 first",
+    (r"clusterAdmins\[\d+\]", ".*:assumed-role/.*"): "an assumed-role session: give the role's ARN",
+    ("gpuPools key .*", WHOLE_GPUS): f"{WHOLE_GPUS!r} is reserved: the device plugin's default config",
     (
-        "kubernetesVersion",
-        r"1\.34",
-        "1.34 left EKS standard support on 2026-12-02: set 1.35 (EKS upgrades one minor at a time)",
-    ),
-    (
-        r"clusterAdmins\[\d+\]",
-        r"arn:aws[\w-]*:sts::\d+:assumed-role/.*",
-        "that is an assumed-role session; give the role's ARN (arn:aws:iam::<account>:role/<name>), "
-        "which is what access entries take",
-    ),
-    (
-        r"gpuPools key .*",
-        WHOLE_GPUS,
-        f"{WHOLE_GPUS!r} is reserved: it names the NVIDIA device plugin's default config, which every pool "
-        "without sharing runs, and a time-sliced pool's config takes its pool's name",
-    ),
-    (
-        r"gpuPools key .*",
-        r".*",
-        "a pool name is 1-32 letters, digits, '-' or '_', starting and ending with a letter or digit "
-        "(it becomes a node label value and part of the EKS node group's name)",
-    ),
-    (
-        r"devicePlugin\.namespace",
-        r"default|kube-system",
-        "the chart refuses 'default'; give it its own namespace",
-    ),
-    (
-        "gpuNodes",
-        r".*",
-        "gpuNodes was replaced by gpuPools, a map from pool name to the same fields plus sharing; write\n"
-        "  eks-gpu-platform:gpuPools:\n    default:\n      instanceTypes: [g5g.xlarge]\n      minSize: 0\n"
-        "      maxSize: 2",
-    ),
-)
+        "gpuPools key .*",
+        ".*",
+    ): "a pool name is 1-32 letters, digits, '-' or '_', a letter or digit at both ends "
+    "(it becomes a node label value and part of a node group name)",
+    ("gpuNodes", ".*"): "gpuNodes was replaced by gpuPools: {<name>: {the same fields, plus sharing}}",
+}
 
 
 def _setting(loc: tuple[Any, ...]) -> str:
@@ -597,7 +524,7 @@ def _message(error: Mapping[str, Any]) -> str:
         examples = _schema_at(loc).get("examples") if kind == "string_pattern_mismatch" else None
         if examples:
             message += f"; e.g. {examples[0]}"
-    for key, value, hint in HINTS:
+    for (key, value), hint in HINTS.items():
         if re.fullmatch(key, setting) and re.fullmatch(value, str(error.get("input")), re.S):
             return f"{message}; {hint}"
     return message
@@ -621,10 +548,8 @@ PROVIDER_NAMESPACES = ("aws", "awsx", "eks", "kubernetes", "pulumi")
 def _json(value: Any) -> Any:
     """The CLI hands objects and lists over as JSON text."""
     if isinstance(value, str) and value[:1] in "[{":
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             return json.loads(value)
-        except json.JSONDecodeError:
-            return value
     return value
 
 
@@ -683,20 +608,3 @@ def from_pulumi() -> PlatformConfig:
         default_cluster_name=f"{project}-{pulumi.get_stack()}",
         secret_keys=secrets,
     )
-
-
-__all__ = [
-    "DEFAULT_KUBERNETES_VERSION",
-    "SUPPORTED_KUBERNETES_VERSIONS",
-    "AutoscalerConfig",
-    "ConfigError",
-    "DevicePluginConfig",
-    "EndpointConfig",
-    "GpuPoolConfig",
-    "NetworkConfig",
-    "NodeGroupConfig",
-    "PlatformConfig",
-    "Pool",
-    "load",
-    "subnet_layout",
-]

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.platform.config import ConfigError, GpuPoolConfig, load, subnet_layout
+from infra.platform.config import ConfigError, GpuPoolConfig, load
+from infra.platform.network import subnet_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 OK_ENDPOINT = {"publicAccessCidrs": ["203.0.113.0/24"]}
@@ -116,7 +117,10 @@ BAD = [
         {"devicePlugin": {"chartVersion": "latest"}},
         "devicePlugin.chartVersion: String should match pattern '^\\d+\\.\\d+\\.\\d+$', got 'latest'; e.g. 0.19.3",
     ),
-    ({"devicePlugin": {"namespace": "default"}}, "the chart refuses 'default'"),
+    (
+        {"devicePlugin": {"namespace": "default"}},
+        "devicePlugin.namespace: String should match pattern '^(?!default$|kube-system$)",
+    ),
     ({"devicePlugin": {"namespace": "Bad_NS"}}, "devicePlugin.namespace: String should match pattern"),
     (
         {"endpoint": {"publicAccess": True}},
@@ -231,7 +235,7 @@ BAD = [
     ),
     (
         {"gpuPools": {"whole-gpus": {}}},
-        "'whole-gpus' is reserved: it names the NVIDIA device plugin's default config",
+        "got 'whole-gpus'; 'whole-gpus' is reserved: the device plugin's default config",
     ),
     (
         {"gpuPools": {"gpu": {"sharing": {"timeSlicing": {"replicas": 1}}}}},
@@ -257,7 +261,7 @@ BAD = [
     (
         {"clusterAdmins": ["arn:aws:sts::123456789012:assumed-role/ci-deploy/session"]},
         "got 'arn:aws:sts::123456789012:assumed-role/ci-deploy/session'; e.g. arn:aws:iam::123456789012:role/ci-deploy; "
-        "that is an assumed-role session; give the role's ARN",
+        "an assumed-role session: give the role's ARN",
     ),
     (
         {"clusterAdmins": ["arn:aws:iam::123456789012:role/a", "arn:aws:iam::123456789012:role/a"]},

@@ -51,11 +51,11 @@ def test_a_day_is_the_longest_alarm_and_is_accepted() -> None:
     [
         (
             {"alarms": {"gpuPodPendingFor": "0s"}},
-            "observability.alarms.gpuPodPendingFor must be a positive duration as Go writes it",
+            "observability.alarms.gpuPodPendingFor must be more than 0s and at most 24h",
         ),
         (
             {"alarms": {"nodeNotReadyFor": "ten minutes"}},
-            "observability.alarms.nodeNotReadyFor must be a positive duration",
+            "observability.alarms.nodeNotReadyFor must be a duration as Go writes it",
         ),
         (
             {"alarms": {"snsTopicArn": "gpu-oncall"}},
@@ -72,12 +72,12 @@ def test_a_day_is_the_longest_alarm_and_is_accepted() -> None:
         ({"gpuNamespaces": ["ML"]}, "observability.gpuNamespaces[0]: String should match pattern"),
         (
             {"alarms": {"gpuPodPendingFor": "25h"}},
-            "observability.alarms.gpuPodPendingFor must be at most 24h: CloudWatch refuses an alarm whose "
+            "observability.alarms.gpuPodPendingFor must be more than 0s and at most 24h: CloudWatch refuses an alarm whose "
             "Period x EvaluationPeriods exceeds 86400 s",
         ),
         (
             {"alarms": {"nodeNotReadyFor": "24h0m1s"}},
-            "observability.alarms.nodeNotReadyFor must be at most 24h",
+            "observability.alarms.nodeNotReadyFor must be more than 0s and at most 24h",
         ),
     ],
 )
