@@ -3,9 +3,8 @@
 Discovery is limited to the GPU pools (``node_pools.discovery_tags``): EKS tags
 every managed group's ASG for discovery, and an autoscaler that also scaled the
 system group would fight ``pulumi up`` over its size. Each pool's ASG gets only
-tags EKS does not set (``node_pools.asg_tags``); ``node_template`` rebuilds, the way
-the autoscaler does, the node it imagines for a pool at zero, for the tests and
-the preview.
+tags EKS does not set (``node_pools.asg_tags``), from which the autoscaler imagines
+the node of a pool at zero.
 
 Start order: the release waits for its Pod Identity association and the
 ``eks-pod-identity-agent`` add-on; a pod started before them gets no AWS
@@ -17,8 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -37,9 +35,6 @@ from infra.platform.node_pools import (
     discovery_tags,
 )
 from infra.platform.pool_sizes import UNIQUE_SUFFIX, node_group_name_prefix
-from infra.workloads.placement import GPU_RESOURCE
-from infra.workloads.quantity import whole_count
-from infra.workloads.scheduling import Node
 
 CHART = "cluster-autoscaler"
 REPOSITORY = "https://kubernetes.github.io/autoscaler"
@@ -100,74 +95,34 @@ def iam_policy(cluster_name: str, region: str, account_id: str) -> dict[str, Any
     }
 
 
-def node_template(name: str, tags: Mapping[str, str], instance_type: str) -> Node:
-    """The node the autoscaler imagines for a pool at zero, from its tags, in its order.
-
-    ``buildNodeFromTemplate``: the instance table's GPU count first, then a
-    ``node-template/resources`` tag overwrites it; labels and taints from the
-    ``node-template`` tags.
-    """
-    labels = {
-        k.removeprefix(f"{TEMPLATE}/label/"): v for k, v in tags.items() if k.startswith(f"{TEMPLATE}/label/")
-    }
-    taints = []
-    for key, value in tags.items():
-        if key.startswith(f"{TEMPLATE}/taint/"):
-            taint_value, _, effect = value.partition(":")  # split at the first ':' as the autoscaler does
-            taints.append(
-                {"key": key.removeprefix(f"{TEMPLATE}/taint/"), "value": taint_value, "effect": effect}
-            )
-    gpus = ARM_NVIDIA[instance_type].gpus
-    gpus = whole_count(tags.get(f"{TEMPLATE}/resources/{GPU_RESOURCE}", gpus))
-    node = Node.from_node_group(name, labels=labels, instance_type=instance_type, arch="arm64", gpus=gpus)
-    return Node(name=node.name, labels=node.labels, taints=tuple(taints), allocatable=node.allocatable)
-
-
-@dataclass(frozen=True)
-class PoolCost:
-    """What ranks a pool for a pod that names none: its node's price and how many such pods a node takes."""
-
-    name: str
-    usd_per_hour: float
-    """The dearest listed type's on-demand rate: the most one node of the pool costs."""
-    slots_per_node: int
-    spot: bool
-
-    @property
-    def rank_key(self) -> tuple[float, int]:
-        """Cheaper nodes first; at one price, more pods per node first. Equal keys are interchangeable."""
-        return (self.usd_per_hour, -self.slots_per_node)
-
-
-def pool_costs(pools: Sequence[Pool]) -> list[PoolCost]:
-    return [
-        PoolCost(
-            name=pool.name,
-            usd_per_hour=max(ARM_NVIDIA[t].usd_per_hour or 0.0 for t in pool.settings.instance_types),
-            slots_per_node=pool.contract.slots_per_node,
-            spot=pool.contract.capacity_type == "SPOT",
-        )
-        for pool in pools
-    ]
-
-
 def asg_name_pattern(pool: str) -> str:
     """The ASG of a pool's node group: eks-<node group>-<uuid>, the node group its name prefix plus
     terraform-plugin-sdk's PrefixedUniqueId suffix."""
     return f"^eks-{node_group_name_prefix(re.escape(pool))}{UNIQUE_SUFFIX}-"
 
 
-def expander_priorities(costs: Sequence[PoolCost]) -> dict[str, list[str]]:
+def rank(pool: Pool) -> tuple[float, int]:
+    """What ranks a pool for a pod that names none: the most one of its nodes costs (the dearest listed
+    type's on-demand rate), then the pods a node takes (more first). Equal ranks are interchangeable."""
+    return (
+        max(ARM_NVIDIA[t].usd_per_hour or 0.0 for t in pool.settings.instance_types),
+        -pool.contract.slots_per_node,
+    )
+
+
+def expander_priorities(pools: Sequence[Pool]) -> dict[str, list[str]]:
     """The cheapest node that fits a pod first; spot before on-demand only among interchangeable pools.
 
     Keys are text: Pulumi's wire format has string map keys only; the chart renders
     each as ``{{ $k | int }}:`` (templates/priority-expander-configmap.yaml).
     """
-    ranks = sorted({c.rank_key for c in costs}, reverse=True)  # dearest first: lowest priority
+    ranks = sorted({rank(p) for p in pools}, reverse=True)  # dearest first: lowest priority
     priorities: dict[str, list[str]] = {}
-    for cost in sorted(costs, key=lambda c: c.name):
-        priority = (ranks.index(cost.rank_key) + 1) * TIER_STEP + (SPOT_BONUS if cost.spot else 0)
-        priorities.setdefault(str(priority), []).append(asg_name_pattern(cost.name))
+    for pool in sorted(pools, key=lambda p: p.name):
+        spot = SPOT_BONUS if pool.contract.capacity_type == "SPOT" else 0
+        priorities.setdefault(str((ranks.index(rank(pool)) + 1) * TIER_STEP + spot), []).append(
+            asg_name_pattern(pool.name)
+        )
     return dict(sorted(priorities.items(), key=lambda item: -int(item[0])))
 
 
@@ -179,7 +134,7 @@ def helm_values(
     pools: Sequence[Pool],
 ) -> dict[str, Any]:
     expander = config.expander
-    priorities = expander_priorities(pool_costs(pools))
+    priorities = expander_priorities(pools)
     ranked = len(priorities) > 1
     if ranked:
         # Cheapest fitting node first, spot first among equals; remaining ties go to the configured expander.

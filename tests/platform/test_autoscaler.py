@@ -7,12 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.platform.autoscaler import (
-    IMAGE_TAGS,
-    asg_name_pattern,
-    iam_policy,
-    node_template,
-)
+from infra.platform.autoscaler import IMAGE_TAGS, asg_name_pattern, iam_policy
 from infra.platform.config import SUPPORTED_KUBERNETES_VERSIONS, ConfigError, load
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.platform.node_pools import ACCELERATOR_LABEL, asg_tags, node_group_tags
@@ -20,6 +15,7 @@ from infra.tooling.offline import Run, run_project
 from infra.workloads.placement import GpuPool, Placement
 from infra.workloads.podspec import place_pod_spec
 from infra.workloads.scheduling import fits, gpu_limit
+from tests.platform.conftest import node_template
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "eks-gpu-platform-dev"

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from infra.platform.autoscaler import helm_values, node_template
+from infra.platform.autoscaler import helm_values
 from infra.platform.config import GpuPoolConfig, PlatformConfig, load
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.node_pools import asg_tags, node_group_tags
@@ -32,6 +32,7 @@ from infra.tooling.offline import load_project, run_project
 from infra.workloads.podspec import place_pod_spec
 from infra.workloads.quantity import parse_quantity
 from infra.workloads.scheduling import fits
+from tests.platform.conftest import node_template
 
 ROOT = Path(__file__).resolve().parents[2]
 UUID = "a2c8f1e4-58b1-1d2e-7f3a-0c9d8e7f6a5b"
