@@ -1,12 +1,11 @@
 """Typed, validated stack config: every setting checked before any resource is declared.
 
-One pydantic model per config section. Ranges, choices, lengths and formats are
-``Field`` constraints and ``Literal`` types, so the JSON schema that generates
-docs/configuration.md (``infra.platform.config_docs``) says what the models check.
-Model validators remain only for rules across fields. A refusal is pydantic's own
-message, prefixed with the key as the stack file spells it. Read from plain data
-(what ``Pulumi.<stack>.yaml`` holds), so it is testable without the engine;
-:func:`from_pulumi` is the thin adapter.
+One pydantic model per config section. Ranges, choices, lengths and formats are ``Field``
+constraints and ``Literal`` types, so the JSON schema that generates docs/configuration.md
+(``config_docs``) says what the models check; hand-written checks remain only where pydantic
+has no word for the rule (rules across fields, Go durations). A refusal is pydantic's own
+message after the key as the stack file spells it (docs/decisions/0020). Read from plain data,
+so it is testable without the engine; :func:`from_pulumi` is the thin adapter.
 """
 
 from __future__ import annotations
