@@ -1,17 +1,9 @@
 """An EKS managed node group with its own launch template: IMDSv2, encrypted gp3 root volume.
 
-Built from plain ``aws.eks.NodeGroup`` and ``aws.ec2.LaunchTemplate`` rather than
-pulumi-eks's ManagedNodeGroup: their inputs go straight to the EKS and EC2 APIs, so
-the tests see exactly what AWS is asked, and the ``AL2023_ARM_64_NVIDIA`` AMI type,
-which pulumi-eks cannot resolve itself, passes through unchanged. No image ID and
-no user data: EKS picks the AMI of ``amiType`` and bootstraps the node.
-
-Who else writes here: Cluster Autoscaler sets a GPU pool's ASG desired capacity,
-which EKS reports as the group's ``scalingConfig.desiredSize``. Nothing is ignored:
-the caller passes the desired size to send, computed from the live one
-(``infra/platform/pool_sizes.py``), so every scaling update carries a size EKS
-accepts and no running node is terminated. ``tests/platform/test_scaling_updates.py``
-shows the request in each case.
+Plain ``aws.eks.NodeGroup`` and ``aws.ec2.LaunchTemplate``, not pulumi-eks's ManagedNodeGroup:
+their inputs go straight to the EKS and EC2 APIs (the tests see what AWS is asked), and the
+``AL2023_ARM_64_NVIDIA`` AMI type, which pulumi-eks cannot resolve, passes through. The caller
+gives the desired size to send (``pool_sizes``), so no update terminates a running node.
 """
 
 from __future__ import annotations

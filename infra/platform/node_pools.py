@@ -1,18 +1,10 @@
 """What every node of a GPU pool carries, and what the autoscaler is told about it: pure, one place.
 
-The node group (labels, taints, tags), the device plugin (which pools are
-time-sliced), the autoscaler's node template and the preview all read these
-functions, so a pool at zero nodes is imagined exactly as a real node will be.
-
-Cluster Autoscaler (AWS provider, ``cloudprovider/aws/aws_manager.go``
-``buildNodeFromTemplate``, 1.35.2 and 1.36.1) builds a zero-node template from, in
-order, the instance-type table (1 GPU for g5g.xlarge..8xlarge, 2 for 16xlarge and
-metal), the ASG's ``node-template/resources/*`` tags, then the managed node group's
-own tags from ``eks:DescribeNodegroup``; the last writer wins. Labels and taints
-come from the ASG's ``node-template`` tags, overridden (labels) or appended (taints)
-by the node group's own from ``DescribeNodegroup``. So the GPU count that a
-time-sliced pool advertises goes on the node group's tags (highest precedence) and,
-as a fallback for a missing DescribeNodegroup permission, on the ASG.
+The node group (labels, taints, tags), the device plugin (which pools are time-sliced),
+the autoscaler's node template and the preview all read these functions, so a pool at
+zero nodes is imagined exactly as a real node will be. The GPU count a time-sliced pool
+advertises goes on the node group's tags, which Cluster Autoscaler's zero-node template
+reads last (it wins), and on the ASG as the fallback (docs/platform.md, "Scale from zero").
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """The desired size each GPU pool's node group is given on every run: never below what AWS runs now.
 
-Three actors write a managed node group's ``scalingConfig.desiredSize``: the stack
-(its initial size), Cluster Autoscaler (SetDesiredCapacity on the ASG, which EKS
-reports back) and ``pulumi up``. The AWS provider sends the whole scaling block on
-any scaling change (terraform-provider-aws ``internal/service/eks/node_group.go``,
-``UpdateNodegroupConfig`` with ``expandNodegroupScalingConfig``), and EKS refuses a
-block whose desired size is outside ``minSize..maxSize``. So the program reads the
-live desired size when it runs (``eks:ListClusters``, ``ListNodegroups``,
-``DescribeNodegroup``, through pulumi-aws data sources; in previews too) and sends:
-
-- a pool with no node group yet: its initial size (``desiredSize``, else ``minSize``);
-- otherwise the live size, raised to ``minSize`` (and, with the autoscaler off, to a
-  ``desiredSize`` above it): never below it, so no resize or autoscaler switch
-  terminates a node that may run pods;
-- a ``maxSize`` below the live size is refused before anything is declared: EKS would
-  refuse it, and the only way to comply would be terminating running nodes.
-
-A replaced node group (new instance or capacity type: same name prefix) starts at
-its predecessor's live size. The autoscaler can still move the size between this
-read and the update it feeds (docs/decisions/0003-gpu-pool-sizes-from-the-live-node-group.md).
+Cluster Autoscaler moves a pool's size, and the AWS provider sends the whole scaling block on
+any scaling change, so the program reads the live size (pulumi-aws data sources, previews too)
+and sends it raised to ``minSize``; a new pool gets its initial size, and a ``maxSize`` below
+the live size is refused before anything is declared
+(docs/decisions/0003-gpu-pool-sizes-from-the-live-node-group.md has the cases).
 """
 
 from __future__ import annotations
