@@ -41,7 +41,7 @@ class _TimeoutsMonitor(pulumi_mocks.MockMonitor):
 
 def _timeouts(program) -> dict[tuple[str, str], tuple[str, str, str]]:
     monitor = _TimeoutsMonitor()
-    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.reset_options()
     pulumi.runtime.set_mocks(monitor.mocks, preview=False, monitor=monitor)
 
     @pulumi.runtime.test
@@ -248,7 +248,7 @@ class _DocumentedMocks(pulumi.runtime.Mocks):
 def test_a_consumers_test_with_the_documented_mocks_can_read_the_childs_metadata_name() -> None:
     # No metadata given: the children still carry metadata, so metadata.name is readable (None
     # under mocks; the auto-name in a real deployment), not an AttributeError on None.
-    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.reset_options()
     pulumi.runtime.set_mocks(_DocumentedMocks(), preview=False)
     seen: list[tuple] = []
 
