@@ -1,22 +1,20 @@
 """EKS add-ons, each pinned per Kubernetes version so a preview shows no change when nothing changed.
 
-pulumi-eks, left alone, looks up the most recent add-on version on every run
-(``aws.eks.getAddonVersion(mostRecent=true)`` in ``nodejs/eks/cluster/cluster.ts``
-and ``addons/cni-addon.ts``), so a new eksbuild shows up as a diff nobody asked
-for. Here every add-on has a version from this table, and a ``kubernetesVersion``
-bump moves all of them with it.
-
-Versions as published for each Kubernetes minor (AWS EKS user guide,
-managing-kube-proxy / managing-coredns tables; vpc-cni and eks-pod-identity-agent
-as `aws eks describe-addon-versions` reported them in 2026-09; the CloudWatch and
-node monitoring add-ons from their charts' versions, 6.4.0 and 1.7.0). None could
-be confirmed against the live API from here: ``bin/check-addon-versions`` asks AWS
-for every row (the pull-request workflow runs it before ``pulumi preview``).
+pulumi-eks, left alone, takes the newest add-on version on every run (``getAddonVersion(mostRecent)``
+in ``nodejs/eks/cluster/cluster.ts``), so a new eksbuild shows up as a diff nobody asked for. The
+minors with a row here are the ones the stack config accepts. Versions are the AWS EKS user guide's
+tables, ``describe-addon-versions`` (2026-09) and the charts' versions; ``bin/check-addon-versions``
+asks AWS for every row (the pull-request workflow runs it before ``pulumi preview``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the policy pack imports this module's names without pulumi-aws
+    import pulumi
+    import pulumi_aws as aws
 
 VPC_CNI = "vpc-cni"
 KUBE_PROXY = "kube-proxy"
@@ -48,20 +46,35 @@ ADDON_VERSIONS: Mapping[str, Mapping[str, str]] = {
 # (the add-on's fields only; EKS never touches fields the add-on does not manage).
 RESOLVE_CONFLICTS = "OVERWRITE"
 
-# The VPC CNI's network-policy agent: without it NetworkPolicies are accepted by the
-# API and enforced by nothing (AWS EKS user guide, cni-network-policy-configure).
-VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
-
 
 def version(addon: str, kubernetes_version: str) -> str:
     return ADDON_VERSIONS[kubernetes_version][addon]
 
 
-def rows() -> list[tuple[str, str, str]]:
-    """(Kubernetes version, add-on, version) for every pin, for ``bin/check-addon-versions``."""
-    return [(k8s, addon, pinned) for k8s, pins in ADDON_VERSIONS.items() for addon, pinned in pins.items()]
+def addon(
+    name: str,
+    addon: str,
+    cluster_name: str,
+    kubernetes_version: str,
+    opts: pulumi.ResourceOptions,
+    **extra: Any,
+) -> aws.eks.Addon:
+    """An ``aws.eks.Addon`` at the pinned version, taking over the copy EKS may have bootstrapped."""
+    import pulumi_aws as aws
+
+    return aws.eks.Addon(
+        name,
+        cluster_name=cluster_name,
+        addon_name=addon,
+        addon_version=version(addon, kubernetes_version),
+        resolve_conflicts_on_create=RESOLVE_CONFLICTS,
+        resolve_conflicts_on_update=RESOLVE_CONFLICTS,
+        **extra,
+        opts=opts,
+    )
 
 
-if __name__ == "__main__":
-    for row in rows():
-        print(*row)
+if __name__ == "__main__":  # (Kubernetes version, add-on, version) per pin, for bin/check-addon-versions
+    for k8s, pins in ADDON_VERSIONS.items():
+        for name, pinned in pins.items():
+            print(k8s, name, pinned)

@@ -34,19 +34,21 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
-from infra.platform.gpu_metrics import MAX_ALARM_SECONDS
+from infra.platform.addons import ADDON_VERSIONS
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.network import subnet_layout
 from infra.platform.node_pools import SYSTEM_LABEL, WHOLE_GPUS
 from infra.workloads.durations import go_duration_seconds
 from infra.workloads.placement import CAPACITY_TYPES, POOL_LABEL, GpuPool, Placement, PlacementError
 
-# EKS standard support (AWS user guide, "kubernetes-versions"): 1.34 ended on
-# 2026-12-02, 1.35 runs to 2027-03-27, 1.36 to about 2027-08. Clusters move one
-# minor at a time, so a 1.34 stack upgrades to 1.35 first.
-SUPPORTED_KUBERNETES_VERSIONS = ("1.35", "1.36")
+# The minors with pinned add-ons (addons.py): those in EKS standard support (AWS user guide,
+# "kubernetes-versions"): 1.34 ended on 2026-12-02, 1.35 runs to 2027-03-27, 1.36 to about
+# 2027-08. Clusters move one minor at a time, so a 1.34 stack upgrades to 1.35 first.
+SUPPORTED_KUBERNETES_VERSIONS = tuple(ADDON_VERSIONS)
 DEFAULT_KUBERNETES_VERSION = "1.35"
 DEVICE_PLUGIN_CHART_VERSION = "0.19.3"
+# CloudWatch refuses an alarm whose Period x EvaluationPeriods exceeds one day.
+MAX_ALARM_SECONDS = 86400
 # EC2 CreateVpc takes an IPv4 block from /16 (65,536 addresses) to /28 (16).
 VPC_PREFIXES = (16, 28)
 # A pool name becomes a label value, a Pulumi resource name and the node group name prefix

@@ -4,8 +4,7 @@ Pure (no Pulumi): ``dashboard_body`` is the PutDashboard ``DashboardBody``, ``al
 PutMetricAlarm arguments (pulumi-aws keywords); tests validate both against botocore's model.
 Every metric named is in :data:`METRICS` with the dimension sets it is published with.
 Container Insights has no pool dimension, so a pool's series is a SEARCH over its instance
-types (``pool_overlaps`` names pools that share one). Sources and the alarms' rationale:
-docs/decisions/0031-gpu-dashboard-and-alarms.md.
+types. Sources and the alarms' rationale: docs/decisions/0031-gpu-dashboard-and-alarms.md.
 """
 
 from __future__ import annotations
@@ -13,59 +12,40 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from infra.workloads.durations import go_duration_seconds
+
+if TYPE_CHECKING:
+    from infra.platform.config import AlarmsConfig
 
 CONTAINER_INSIGHTS = "ContainerInsights"
 EKS_NAMESPACE = "AWS/EKS"
+DEVICE_DIMENSIONS = ("ClusterName", "GpuDevice", "InstanceId", "InstanceType", "NodeName")
+NODE_DIMENSIONS = ("ClusterName", "InstanceId", "NodeName")
 
-# metric name -> (namespace, dimension sets it is published with)
+# The metrics named here -> (namespace, the dimension sets each is published with).
+_GPU = (CONTAINER_INSIGHTS, (("ClusterName",), NODE_DIMENSIONS, DEVICE_DIMENSIONS))
+_CLUSTER = (CONTAINER_INSIGHTS, (("ClusterName",),))
 METRICS: Mapping[str, tuple[str, tuple[tuple[str, ...], ...]]] = {
-    **{
-        name: (
-            CONTAINER_INSIGHTS,
-            (
-                ("ClusterName",),
-                ("ClusterName", "NodeName", "InstanceId"),
-                ("ClusterName", "NodeName", "InstanceId", "InstanceType", "GpuDevice"),
-            ),
-        )
-        for name in (
-            "node_gpu_utilization",
-            "node_gpu_memory_utilization",
-            "node_gpu_memory_used",
-            "node_gpu_memory_total",
-            "node_gpu_temperature",
-            "node_gpu_power_draw",
-        )
-    },
-    **{
-        name: (CONTAINER_INSIGHTS, (("NodeName", "InstanceId", "ClusterName"), ("ClusterName",)))
-        for name in (
-            "node_gpu_limit",
-            "node_gpu_usage_total",
-            "node_gpu_reserved_capacity",
-            "node_status_condition_ready",
-        )
-    },
-    **{
-        name: (CONTAINER_INSIGHTS, (("ClusterName",),))
-        for name in ("cluster_node_count", "cluster_failed_node_count")
-    },
+    "node_gpu_utilization": _GPU,
+    "node_gpu_memory_utilization": _GPU,
+    "node_status_condition_ready": (CONTAINER_INSIGHTS, (NODE_DIMENSIONS, ("ClusterName",))),
+    "cluster_node_count": _CLUSTER,
+    "cluster_failed_node_count": _CLUSTER,
     "pod_status_pending": (
         CONTAINER_INSIGHTS,
         (
-            ("PodName", "Namespace", "ClusterName"),
+            ("ClusterName", "Namespace", "PodName"),
             ("ClusterName",),
-            ("FullPodName", "PodName", "Namespace", "ClusterName"),
-            ("Service", "Namespace", "ClusterName"),
+            ("ClusterName", "FullPodName", "Namespace", "PodName"),
+            ("ClusterName", "Namespace", "Service"),
         ),
     ),
     "scheduler_pending_pods_UNSCHEDULABLE": (EKS_NAMESPACE, (("ClusterName",),)),
 }
 
 PERIOD_SECONDS = 60  # Container Insights publishes once a minute
-DEVICE_DIMENSIONS = ("ClusterName", "GpuDevice", "InstanceId", "InstanceType", "NodeName")
-NODE_DIMENSIONS = ("ClusterName", "InstanceId", "NodeName")
 BY_NODE = "${PROP('Dim.NodeName')}"  # dynamic label: one line per node
 
 
@@ -76,15 +56,6 @@ class PoolView:
     name: str
     instance_types: tuple[str, ...]
     gpus_per_node: int
-
-
-@dataclass(frozen=True)
-class AlarmSettings:
-    """Thresholds in seconds and the optional SNS topic the alarms notify."""
-
-    gpu_pod_pending_seconds: float = 600
-    node_not_ready_seconds: float = 600
-    sns_topic_arn: str | None = None
 
 
 def _schema(*dimensions: str) -> str:
@@ -104,15 +75,6 @@ def _search(
 
 def _any_of(dimension: str, values: Sequence[str]) -> str:
     return "(" + " OR ".join(f'{dimension}="{v}"' for v in values) + ")"
-
-
-def pool_overlaps(pools: Sequence[PoolView]) -> dict[str, list[str]]:
-    """Instance types listed by more than one pool: their per-pool series cannot be told apart."""
-    owners: dict[str, list[str]] = {}
-    for pool in pools:
-        for instance_type in pool.instance_types:
-            owners.setdefault(instance_type, []).append(pool.name)
-    return {t: names for t, names in owners.items() if len(names) > 1}
 
 
 def _widget(
@@ -140,10 +102,14 @@ def _expression(expression: str, ident: str, label: str) -> list[dict[str, Any]]
     return [{"expression": expression, "id": ident, "label": label}]
 
 
+def _pool_search(metric: str, cluster: str, pool: PoolView) -> str:
+    return _search(metric, DEVICE_DIMENSIONS, cluster, _any_of("InstanceType", pool.instance_types))
+
+
 def _per_pool(metric: str, cluster: str, pools: Sequence[PoolView]) -> list[list[Any]]:
     return [
         _expression(
-            f"AVG({_search(metric, DEVICE_DIMENSIONS, cluster, _any_of('InstanceType', pool.instance_types))})",
+            f"AVG({_pool_search(metric, cluster, pool)})",
             f"p{index}",
             f"{pool.name} ({', '.join(pool.instance_types)})",
         )
@@ -163,7 +129,7 @@ def _gpu_nodes(cluster: str, pools: Sequence[PoolView]) -> list[list[Any]]:
     # Each GPU device of the pool reports one series; (x*0+1) turns each into 1 while it reports.
     rows = [
         _expression(
-            f"SUM({_search('node_gpu_utilization', DEVICE_DIMENSIONS, cluster, _any_of('InstanceType', pool.instance_types))}*0+1)/{pool.gpus_per_node}",
+            f"SUM({_pool_search('node_gpu_utilization', cluster, pool)}*0+1)/{pool.gpus_per_node}",
             f"n{index}",
             f"{pool.name} GPU nodes",
         )
@@ -224,25 +190,13 @@ def dashboard_body(
     }
 
 
-MAX_ALARM_SECONDS = 86400
-"""CloudWatch refuses an alarm whose Period x EvaluationPeriods exceeds one day (for 60 s periods)."""
 PENDING_BREACHING_SHARE = 0.8
 """Share of the pending alarm's minutes that must breach: 8 of 10 for the default 10m."""
 
 
-class AlarmError(ValueError):
-    """An alarm threshold CloudWatch would refuse; the message names the setting."""
-
-
-def _periods(seconds: float, setting: str) -> int:
-    """Whole 1-minute periods covering ``seconds``; more than a day is refused naming ``setting``."""
-    periods = max(1, math.ceil(seconds / PERIOD_SECONDS))
-    if periods * PERIOD_SECONDS > MAX_ALARM_SECONDS:
-        raise AlarmError(
-            f"{setting} must be at most 24h (CloudWatch: Period x EvaluationPeriods <= {MAX_ALARM_SECONDS} s "
-            f"with {PERIOD_SECONDS} s periods), got {seconds:g} s"
-        )
-    return periods
+def _minutes(duration: str) -> int:
+    """Whole 1-minute periods covering a Go duration (config.py refuses more than a day)."""
+    return max(1, math.ceil((go_duration_seconds(duration) or 0) / PERIOD_SECONDS))
 
 
 def _metric(namespace: str, metric: str, stat: str, cluster: str) -> dict[str, Any]:
@@ -309,20 +263,9 @@ def _not_ready_alarm(cluster: str, minutes: int) -> dict[str, Any]:
     }
 
 
-# short name -> (the setting its threshold comes from, the AlarmSettings field holding it, builder)
-ALARMS = {
-    "gpu-pod-pending": ("observability.alarms.gpuPodPendingFor", "gpu_pod_pending_seconds", _pending_alarm),
-    "gpu-node-not-ready": (
-        "observability.alarms.nodeNotReadyFor",
-        "node_not_ready_seconds",
-        _not_ready_alarm,
-    ),
-}
-
-
-def alarms(cluster: str, settings: AlarmSettings) -> dict[str, dict[str, Any]]:
+def alarms(cluster: str, config: AlarmsConfig) -> dict[str, dict[str, Any]]:
     """PutMetricAlarm arguments (pulumi-aws keywords) by short name; why these: docs/decisions/0031."""
-    actions = [settings.sns_topic_arn] if settings.sns_topic_arn else []
+    actions = [config.sns_topic_arn] if config.sns_topic_arn else []
     common = {
         "comparison_operator": "GreaterThanThreshold",
         "threshold": 0,
@@ -332,19 +275,6 @@ def alarms(cluster: str, settings: AlarmSettings) -> dict[str, dict[str, Any]]:
         "ok_actions": actions,
     }
     return {
-        short: {**common, **build(cluster, _periods(getattr(settings, field), setting))}
-        for short, (setting, field, build) in ALARMS.items()
+        "gpu-pod-pending": {**common, **_pending_alarm(cluster, _minutes(config.gpu_pod_pending_for))},
+        "gpu-node-not-ready": {**common, **_not_ready_alarm(cluster, _minutes(config.node_not_ready_for))},
     }
-
-
-def metric_names(body: Mapping[str, Any]) -> set[str]:
-    """Every metric a dashboard body names, in plain metric rows or in SEARCH expressions."""
-    names: set[str] = set()
-    for widget in body.get("widgets", []):
-        for row in widget.get("properties", {}).get("metrics", []):
-            if row and isinstance(row[0], dict):
-                expression = row[0].get("expression", "")
-                names.update(part.split('"')[1] for part in expression.split("MetricName=")[1:])
-            elif len(row) >= 2:
-                names.add(row[1])
-    return names

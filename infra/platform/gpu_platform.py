@@ -17,10 +17,11 @@ from infra.platform.autoscaler import autoscaler
 from infra.platform.cluster import cluster, secrets_key
 from infra.platform.config import PlatformConfig, Pool
 from infra.platform.device_plugin import device_plugin
+from infra.platform.gpu_metrics import PoolView
 from infra.platform.iam import node_role
 from infra.platform.network import Network, network
 from infra.platform.node_group import managed_node_group
-from infra.platform.observability import observability, pool_views, settings_from_config
+from infra.platform.observability import observability
 
 TYPE_TOKEN = "eks-gpu:index:GpuPlatform"
 GPU_AMI_TYPE = "AL2023_ARM_64_NVIDIA"
@@ -43,8 +44,9 @@ class GpuPlatform(pulumi.ComponentResource):
         self.cluster = cluster(f"{name}-eks", config, net, key=key, opts=guarded)
         gpu_pools = self._node_groups(name, config, net, sizes)
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes])
-        self.pod_identity_agent = self._addon(name, addons.POD_IDENTITY_AGENT, config, after_nodes)
-        self._addon(name, addons.COREDNS, config, after_nodes)
+        on_nodes = (config.cluster_name, config.kubernetes_version, after_nodes)
+        self.pod_identity_agent = addons.addon(f"{name}-pod-identity", addons.POD_IDENTITY_AGENT, *on_nodes)
+        addons.addon(f"{name}-coredns", addons.COREDNS, *on_nodes)
 
         self.kubeconfig = pulumi.Output.secret(self.cluster.kubeconfig_json)
         self.provider = k8s.Provider(
@@ -68,14 +70,16 @@ class GpuPlatform(pulumi.ComponentResource):
                 ),
             )
         # GPU metrics, node health for auto-repair, dashboard and alarms (infra/platform/observability.py).
-        self.observability = observability(
+        observability(
             name,
-            settings_from_config(config.observability),
+            config.observability,
             cluster_name=config.cluster_name,
             region=config.region,
             kubernetes_version=config.kubernetes_version,
             placement=contract,
-            pools=pool_views(config.gpu_pools),
+            pools=[
+                PoolView(p.name, p.settings.instance_types, p.settings.gpus_per_node) for p in config.pools
+            ],
             pod_identity_agent=self.pod_identity_agent,
             opts=after_nodes,
         )
@@ -124,17 +128,3 @@ class GpuPlatform(pulumi.ComponentResource):
         ]
         self.gpu_pools = {pool.name: group for pool, group in gpu_pools}
         return gpu_pools
-
-    @staticmethod
-    def _addon(name: str, addon: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> aws.eks.Addon:
-        """An EKS add-on at the pinned version for the cluster's Kubernetes version."""
-        short = {addons.POD_IDENTITY_AGENT: "pod-identity"}.get(addon, addon)  # names already in state
-        return aws.eks.Addon(
-            f"{name}-{short}",
-            cluster_name=config.cluster_name,
-            addon_name=addon,
-            addon_version=addons.version(addon, config.kubernetes_version),
-            resolve_conflicts_on_create=addons.RESOLVE_CONFLICTS,  # take over the copy EKS bootstraps
-            resolve_conflicts_on_update=addons.RESOLVE_CONFLICTS,
-            opts=opts,
-        )

@@ -15,28 +15,15 @@ import pulumi
 import pytest
 from botocore.validate import ParamValidator
 
-from infra.platform.addons import ADDON_VERSIONS
-from infra.platform.gpu_metrics import (
-    METRICS,
-    AlarmError,
-    AlarmSettings,
-    PoolView,
-    alarms,
-    dashboard_body,
-    metric_names,
-    pool_overlaps,
-)
+from infra.platform.addons import ADDON_VERSIONS, CLOUDWATCH_ADDON, NODE_MONITORING_ADDON
+from infra.platform.config import AlarmsConfig, ObservabilityConfig
+from infra.platform.gpu_metrics import METRICS, PoolView, alarms, dashboard_body
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.observability import (
-    CLOUDWATCH_ADDON,
     CLOUDWATCH_POLICY_ARN,
-    NODE_MONITORING_ADDON,
-    ObservabilityError,
-    ObservabilitySettings,
-    addon_version,
-    cloudwatch_configuration,
     configuration_errors,
     configuration_json,
+    main,
     observability,
 )
 from infra.tooling.agents import agents_of, groups_of, land
@@ -122,18 +109,17 @@ TOLERATION = {"key": "accelerator", "operator": "Equal", "value": "nvidia-t4g", 
 
 
 def test_configuration_sends_only_the_root_toleration_and_container_logs_switch() -> None:
-    assert cloudwatch_configuration(CUSTOM) == {
+    assert json.loads(configuration_json(CUSTOM)) == {
         "tolerations": [TOLERATION],
         "containerLogs": {"enabled": False},
     }
-    with_logs = cloudwatch_configuration(CUSTOM, container_logs=True)
+    with_logs = json.loads(configuration_json(CUSTOM, container_logs=True))
     assert with_logs == {"tolerations": [TOLERATION], "containerLogs": {"enabled": True}}
     # the chart's helper falls back to the root list for every component that sets none:
     # each DaemonSet, dcgm-exporter included (enabled by default), gets the contract's toleration only
     pods = cloudwatch_pods(with_logs)
     assert set(pods) == {"cloudwatch-agent", "dcgm-exporter", "neuron-monitor", "fluent-bit"}
     assert all(pod["tolerations"] == [TOLERATION] for pod in pods.values())
-    assert configuration_json(CUSTOM) == json.dumps(cloudwatch_configuration(CUSTOM), sort_keys=True)
     shown = (ROOT / "docs" / "operating-gpu-nodes.md").read_text()
     assert configuration_json(DEFAULT_PLACEMENT) in shown  # the JSON the docs show
 
@@ -210,10 +196,13 @@ def test_the_charts_dcgm_instance_types_cover_every_arm_gpu_type_we_allow() -> N
     assert set(ARM_NVIDIA) <= set(DCGM_EXPORTER_INSTANCE_TYPES)
 
 
-def test_addon_versions_are_pinned_and_an_unpinned_kubernetes_version_is_named() -> None:
-    assert addon_version(CLOUDWATCH_ADDON, "1.35") == "v6.4.0-eksbuild.1"
-    with pytest.raises(ObservabilityError, match=r"kubernetesVersion '1\.99'.*allowed: 1\.35, 1\.36"):
-        addon_version(NODE_MONITORING_ADDON, "1.99")
+def test_the_config_cli_names_the_pinned_kubernetes_versions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--print-config", "1.36"]) == 0
+    assert capsys.readouterr().out.strip() == configuration_json(DEFAULT_PLACEMENT)
+    with pytest.raises(SystemExit) as refused:
+        main(["--print-config", "1.99"])
+    assert refused.value.code == 2
+    assert "invalid choice: '1.99' (choose from '1.35', '1.36')" in capsys.readouterr().err
 
 
 # --- dashboard ------------------------------------------------------------------------------
@@ -240,6 +229,18 @@ def _check_dashboard(body: dict[str, Any]) -> None:
                 assert len(plain) % 2 == 0 and all(isinstance(x, str) for x in plain)
                 assert all(isinstance(x, dict) for x in row[len(plain) :])
         assert len(ids) == len(set(ids))
+
+
+def metric_names(body: dict[str, Any]) -> set[str]:
+    """Every metric a dashboard body names, in plain metric rows or in SEARCH expressions."""
+    names: set[str] = set()
+    for widget in body["widgets"]:
+        for row in widget["properties"]["metrics"]:
+            if isinstance(row[0], dict):
+                names.update(part.split('"')[1] for part in row[0]["expression"].split("MetricName=")[1:])
+            else:
+                names.add(row[1])
+    return names
 
 
 def test_dashboard_names_only_real_metrics_with_their_published_dimensions() -> None:
@@ -276,19 +277,13 @@ def test_dashboard_names_only_real_metrics_with_their_published_dimensions() -> 
     assert errors == []
 
 
-def test_pools_sharing_an_instance_type_are_named() -> None:
-    assert pool_overlaps([*POOLS, PoolView("shared", ("g5g.xlarge",), 1)]) == {
-        "g5g.xlarge": ["default", "shared"]
-    }
-
-
 # --- alarms ---------------------------------------------------------------------------------
 
 
 def test_alarms_are_valid_put_metric_alarm_requests_with_the_thresholds_in_minutes() -> None:
     topic = "arn:aws:sns:us-west-2:123456789012:gpu-oncall"
     found = alarms(
-        CLUSTER, AlarmSettings(gpu_pod_pending_seconds=900, node_not_ready_seconds=90, sns_topic_arn=topic)
+        CLUSTER, AlarmsConfig(gpu_pod_pending_for="15m", node_not_ready_for="90s", sns_topic_arn=topic)
     )
     pending, not_ready = found["gpu-pod-pending"], found["gpu-node-not-ready"]
     assert (pending["namespace"], pending["metric_name"]) == (
@@ -306,15 +301,15 @@ def test_alarms_are_valid_put_metric_alarm_requests_with_the_thresholds_in_minut
 
 
 def test_the_default_pending_alarm_fires_on_8_of_10_minutes() -> None:
-    pending = alarms(CLUSTER, AlarmSettings(600, 600))["gpu-pod-pending"]
+    pending = alarms(CLUSTER, AlarmsConfig())["gpu-pod-pending"]
     assert (pending["datapoints_to_alarm"], pending["evaluation_periods"]) == (8, 10)
-    one_minute = alarms(CLUSTER, AlarmSettings(60, 60))["gpu-pod-pending"]
+    one_minute = alarms(CLUSTER, AlarmsConfig(gpu_pod_pending_for="1m"))["gpu-pod-pending"]
     assert (one_minute["datapoints_to_alarm"], one_minute["evaluation_periods"]) == (1, 1)
 
 
 def test_node_not_ready_is_metric_math_over_failed_nodes_and_the_ready_condition() -> None:
     """cluster_failed_node_count never counts Ready=False (otel-contrib k8sclient/node.go), so Ready is read too."""
-    args = alarms(CLUSTER, AlarmSettings(600, 600))["gpu-node-not-ready"]
+    args = alarms(CLUSTER, AlarmsConfig())["gpu-node-not-ready"]
     # a metric-math alarm names its metrics only in Metrics; PutMetricAlarm refuses both at once
     assert not {"metric_name", "namespace", "statistic", "period", "dimensions"} & set(args)
     queries = {q["id"]: q for q in args["metric_queries"]}
@@ -351,27 +346,21 @@ def test_node_not_ready_is_metric_math_over_failed_nodes_and_the_ready_condition
     assert _errors("cloudwatch", "PutMetricAlarm", request) == []
 
 
-@pytest.mark.parametrize("setting", ["gpu_pod_pending_seconds", "node_not_ready_seconds"])
-def test_an_alarm_longer_than_a_day_is_refused_naming_the_setting(setting: str) -> None:
-    day = {"gpu_pod_pending_seconds": 600, "node_not_ready_seconds": 600, setting: 86400}
-    found = alarms(CLUSTER, AlarmSettings(**day))
-    assert max(a["evaluation_periods"] for a in found.values()) == 1440  # 1440 x 60 s = 86400 s: allowed
-    key = {"gpu_pod_pending_seconds": "gpuPodPendingFor", "node_not_ready_seconds": "nodeNotReadyFor"}[
-        setting
-    ]
-    with pytest.raises(AlarmError, match=rf"observability\.alarms\.{key} must be at most 24h"):
-        alarms(CLUSTER, AlarmSettings(**{**day, setting: 86401}))
+def test_a_day_is_the_longest_alarm_and_is_1440_one_minute_periods() -> None:
+    found = alarms(CLUSTER, AlarmsConfig(gpu_pod_pending_for="24h", node_not_ready_for="1440m"))
+    assert {a["evaluation_periods"] for a in found.values()} == {1440}  # 1440 x 60 s = 86400 s: allowed
+    assert {a["datapoints_to_alarm"] for a in found.values()} == {1152, 1440}
 
 
 def test_alarms_without_a_topic_exist_but_notify_nobody() -> None:
-    found = alarms(CLUSTER, AlarmSettings(600, 600))
+    found = alarms(CLUSTER, AlarmsConfig())
     assert all(a["alarm_actions"] == [] and a["actions_enabled"] is False for a in found.values())
 
 
 # --- resources ------------------------------------------------------------------------------
 
 
-def _declare(settings: ObservabilitySettings, pools=POOLS, placement: Placement = CUSTOM) -> Run:
+def _declare(settings: ObservabilityConfig, pools=POOLS, placement: Placement = CUSTOM) -> Run:
     def program() -> None:
         agent = pulumi.CustomResource(
             "aws:eks/addon:Addon", "pod-identity", {"addonName": "eks-pod-identity-agent"}
@@ -392,10 +381,10 @@ def _declare(settings: ObservabilitySettings, pools=POOLS, placement: Placement 
 
 
 def test_declares_addons_with_pod_identity_dashboard_and_alarms() -> None:
-    run = _declare(ObservabilitySettings(sns_topic_arn="arn:aws:sns:us-west-2:123456789012:gpu"))
+    run = _declare(ObservabilityConfig(alarms={"sns_topic_arn": "arn:aws:sns:us-west-2:123456789012:gpu"}))
     cloudwatch = run.one("aws:eks/addon:Addon", "obs-cloudwatch")
     assert cloudwatch.inputs["addonName"] == CLOUDWATCH_ADDON
-    assert json.loads(cloudwatch.inputs["configurationValues"]) == cloudwatch_configuration(CUSTOM)
+    assert cloudwatch.inputs["configurationValues"] == configuration_json(CUSTOM)
     association = cloudwatch.inputs["podIdentityAssociations"][0]
     assert association["serviceAccount"] == "cloudwatch-agent"
     pod_identity = run.one("aws:eks/addon:Addon", "pod-identity")
@@ -434,13 +423,8 @@ def test_declares_addons_with_pod_identity_dashboard_and_alarms() -> None:
     }
 
 
-def test_metrics_switched_on_with_no_gpu_pool_is_refused_naming_the_settings() -> None:
-    with pytest.raises(Exception, match=r"observability\.enabled is true but the stack declares no GPU pool"):
-        _declare(ObservabilitySettings(), pools=[])
-
-
 def test_switched_off_keeps_only_the_node_monitoring_agent() -> None:
-    run = _declare(ObservabilitySettings(enabled=False))
+    run = _declare(ObservabilityConfig(enabled=False))
     assert {r.inputs["addonName"] for r in run.of_type("aws:eks/addon:Addon")} == {
         "eks-pod-identity-agent",
         NODE_MONITORING_ADDON,
@@ -450,7 +434,7 @@ def test_switched_off_keeps_only_the_node_monitoring_agent() -> None:
 
 def test_declared_agents_land_on_every_gpu_pool_of_a_custom_contract() -> None:
     """The add-on's declared inputs, the charts' defaults and the scheduler model: dcgm-exporter on GPU pools only."""
-    run = _declare(ObservabilitySettings())
+    run = _declare(ObservabilityConfig())
     groups = [
         (
             "aws:eks/nodeGroup:NodeGroup",

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from infra.platform.config import ConfigError, load
-from infra.platform.observability import settings_from_config
+from infra.platform.gpu_metrics import alarms
+
+
+def _minutes(section) -> tuple[int, int]:
+    """The alarms' thresholds in one-minute periods: gpu-pod-pending, gpu-node-not-ready."""
+    found = alarms("c", section.alarms)
+    return found["gpu-pod-pending"]["evaluation_periods"], found["gpu-node-not-ready"]["evaluation_periods"]
 
 
 def _load(**raw):
@@ -15,10 +21,9 @@ def _load(**raw):
 
 def test_defaults_turn_metrics_and_node_health_on_logs_off_and_alarm_after_ten_minutes() -> None:
     section = _load().observability
-    settings = settings_from_config(section)
-    assert (settings.enabled, settings.container_logs, settings.node_monitoring_agent) == (True, False, True)
-    assert (settings.gpu_pod_pending_seconds, settings.node_not_ready_seconds) == (600, 600)
-    assert settings.sns_topic_arn is None and settings.gpu_namespaces == ()
+    assert (section.enabled, section.container_logs, section.node_monitoring_agent) == (True, False, True)
+    assert _minutes(section) == (10, 10)
+    assert section.alarms.sns_topic_arn is None and section.gpu_namespaces == ()
 
 
 def test_a_topic_and_thresholds_are_read() -> None:
@@ -32,18 +37,16 @@ def test_a_topic_and_thresholds_are_read() -> None:
             },
         }
     ).observability
-    settings = settings_from_config(section)
-    assert settings.sns_topic_arn == "arn:aws:sns:us-west-2:123456789012:gpu-oncall"
-    assert (settings.gpu_pod_pending_seconds, settings.node_not_ready_seconds) == (900, 5400)
-    assert settings.gpu_namespaces == ("inference",)
+    assert section.alarms.sns_topic_arn == "arn:aws:sns:us-west-2:123456789012:gpu-oncall"
+    assert _minutes(section) == (15, 90)
+    assert section.gpu_namespaces == ("inference",)
 
 
 def test_a_day_is_the_longest_alarm_and_is_accepted() -> None:
     section = _load(
         observability={"alarms": {"gpuPodPendingFor": "24h", "nodeNotReadyFor": "1440m"}}
     ).observability
-    settings = settings_from_config(section)
-    assert (settings.gpu_pod_pending_seconds, settings.node_not_ready_seconds) == (86400, 86400)
+    assert _minutes(section) == (1440, 1440)
 
 
 @pytest.mark.parametrize(
