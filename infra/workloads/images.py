@@ -12,7 +12,8 @@ mocks or none, only loopback registries, and only when the mode is set explicitl
 
 from __future__ import annotations
 
-import copy
+import dataclasses
+import functools
 import os
 import threading
 from collections.abc import Mapping
@@ -41,17 +42,23 @@ CONFIG_NAMESPACE, CONFIG_KEY = "eks-gpu", "imageCheck"
 MODES = ("strict", "warn", "off")
 DEFAULT_MODE = "warn"
 GPU_PLATFORM = "linux/arm64"
-FIX = (
-    "build for linux/arm64 with `docker buildx build --platform linux/arm64,linux/amd64`, "
-    "or pick an arm64 tag"
-)
 
 # Verdict statuses.
 ARM64 = "arm64"  # the image runs on the GPU nodes
 NO_ARM64 = "no-arm64"  # refused: the registry says it has no linux/arm64
 NOT_CHECKED = "not-checked"  # could not judge (offline, unreachable, 429, unauthorized, not found)
 PENDING = "pending"  # an Output not known yet: checked when it is
-OFF = "off"  # the check is turned off
+
+REASONS = {
+    "unreachable": "registry unreachable",
+    "rate-limited": "rate limited",
+    "unauthorized": "unauthorized",
+    "not-found": "not found in the registry",
+    "insecure": "refused: plain HTTP to a remote registry",
+    "credentials": "no registry credentials",
+    "protocol": "unexpected registry answer",
+}
+"""A :class:`RegistryError`'s kind as a verdict's short reason."""
 
 
 class ImageArchitectureError(ValueError):
@@ -69,21 +76,13 @@ class ImageVerdict:
     reason: str = ""
     digest: str | None = None
 
-    @property
-    def refused(self) -> bool:
-        return self.status == NO_ARM64
-
     def summary(self) -> str:
-        """Short form for tables: ``arm64 ok``, ``amd64 only``, ``not checked (offline)``, ``check off``."""
+        """Short form for tables: ``arm64 ok``, ``amd64 only``, ``not checked (offline)``."""
         if self.status == ARM64:
             return "arm64 ok"
         if self.status == NO_ARM64:
-            return f"{', '.join(_short(p) for p in self.platforms) or 'no platforms'} only"
-        if self.status == OFF:
-            return "check off"
-        if self.status == PENDING:
-            return "not checked (not known yet)"
-        return f"not checked ({self.reason})"
+            return f"{', '.join(p.removeprefix('linux/') for p in self.platforms) or 'no platforms'} only"
+        return f"not checked ({'not known yet' if self.status == PENDING else self.reason})"
 
     def message(self) -> str:
         """The sentence a user reads: the container, the image, what it has and what to do."""
@@ -93,27 +92,15 @@ class ImageVerdict:
             else f"image {self.image!r}"
         )
         if self.status == NO_ARM64:
-            offers = ", ".join(self.platforms) or "no platform"
             return (
-                f"{who} has no {GPU_PLATFORM} build (it offers: {offers}); the GPU nodes are {GPU_PLATFORM} "
-                f"(g5g), so the pod would fail with `exec format error` after a GPU node started for it. "
-                f"Fix: {FIX}"
+                f"{who} has no {GPU_PLATFORM} build (it offers: {', '.join(self.platforms) or 'no platform'}); "
+                f"the GPU nodes are {GPU_PLATFORM} (g5g), so the pod would fail with `exec format error` "
+                "after a GPU node started for it. Fix: build for linux/arm64 with "
+                "`docker buildx build --platform linux/arm64,linux/amd64`, or pick an arm64 tag"
             )
         if self.status == NOT_CHECKED:
             return f"{who} was NOT checked for {GPU_PLATFORM}: {self.reason}"
         return f"{who}: {self.summary()}"
-
-
-def _short(platform: str) -> str:
-    return platform[len("linux/") :] if platform.startswith("linux/") else platform
-
-
-def runs_on_gpu_nodes(platform: str) -> bool:
-    """linux/arm64 (variant none or v8): what Graviton2 (g5g) runs."""
-    return platform in ARM64_PLATFORMS
-
-
-# -- mode and engine ----------------------------------------------------------------------------
 
 
 def image_check_mode() -> tuple[str, bool]:
@@ -121,20 +108,14 @@ def image_check_mode() -> tuple[str, bool]:
     value = os.environ.get(ENV_VAR)
     where = f"environment variable {ENV_VAR}"
     if not value:
+        value = pulumi.Config(CONFIG_NAMESPACE).get(CONFIG_KEY)
         where = f"config {CONFIG_NAMESPACE}:{CONFIG_KEY}"
-        try:
-            value = pulumi.Config(CONFIG_NAMESPACE).get(CONFIG_KEY)
-        except Exception:  # no project/stack settings at all (a plain script): no config
-            value = None
     if not value:
         return DEFAULT_MODE, False
     mode = value.strip().lower()
     if mode not in MODES:
         raise ImageArchitectureError(f"{where} must be one of {', '.join(MODES)}, got {value!r}")
     return mode, True
-
-
-# -- the checker ------------------------------------------------------------------------------------
 
 
 class ImageChecker:
@@ -146,22 +127,18 @@ class ImageChecker:
     """
 
     def __init__(self, client: RegistryClient | None = None, *, online: bool | None = None) -> None:
-        self.client = client or RegistryClient(credentials=EcrCredentials(_aws_profile()))
+        self.client = client or RegistryClient(
+            credentials=EcrCredentials(pulumi.Config("aws").get("profile"))
+        )
         self.online = online
         self._results: dict[str, Platforms | RegistryError] = {}
         self._down: dict[str, RegistryError] = {}
         self._lock = threading.Lock()
 
-    def _offline_reason(self, ref: Reference) -> str | None:
-        if self.online is True:
-            return None
-        if is_loopback(ref.host):
-            if self.online is False or real_engine() or image_check_mode()[1]:
-                return None
-            return "offline"
-        if self.online is None and real_engine():
-            return None
-        return "offline"
+    def _may_ask(self, ref: Reference) -> bool:
+        if self.online is not None:
+            return self.online or is_loopback(ref.host)
+        return real_engine() or (is_loopback(ref.host) and image_check_mode()[1])
 
     def check(self, image: Any, container: str = "") -> ImageVerdict:
         """The verdict for one image reference (a string; anything else is pending)."""
@@ -171,20 +148,18 @@ class ImageChecker:
             ref = parse_reference(image)
         except ReferenceError as error:
             return ImageVerdict(container, image, NOT_CHECKED, reason=str(error))
-        offline = self._offline_reason(ref)
-        if offline:
-            return ImageVerdict(container, image, NOT_CHECKED, reason=offline)
+        if not self._may_ask(ref):
+            return ImageVerdict(container, image, NOT_CHECKED, reason="offline")
         result = self.lookup(ref)
         if isinstance(result, RegistryError):
-            return ImageVerdict(container, image, NOT_CHECKED, reason=_reason(result))
+            reason = f"{REASONS.get(result.kind, result.kind)}: {result}"
+            return ImageVerdict(container, image, NOT_CHECKED, reason=reason)
         if not result.platforms:  # nothing known: no ground to refuse on
             return ImageVerdict(
                 container, image, NOT_CHECKED, reason="unexpected registry answer: no platform"
             )
-        ok = any(runs_on_gpu_nodes(p) for p in result.platforms)
-        return ImageVerdict(
-            container, image, ARM64 if ok else NO_ARM64, result.platforms, digest=result.digest
-        )
+        status = ARM64 if ARM64_PLATFORMS.intersection(result.platforms) else NO_ARM64
+        return ImageVerdict(container, image, status, result.platforms, digest=result.digest)
 
     def lookup(self, ref: Reference) -> Platforms | RegistryError:
         """The registry's answer for ``ref``, asked at most once per checker (failures too)."""
@@ -207,47 +182,15 @@ class ImageChecker:
             return result
 
 
-def _reason(error: RegistryError) -> str:
-    short = {
-        "unreachable": "registry unreachable",
-        "rate-limited": "rate limited",
-        "unauthorized": "unauthorized",
-        "not-found": "not found in the registry",
-        "insecure": "refused: plain HTTP to a remote registry",
-        "credentials": "no registry credentials",
-        "protocol": "unexpected registry answer",
-    }.get(error.kind, error.kind)
-    return f"{short}: {error}"
-
-
-def _aws_profile() -> str | None:
-    try:
-        return pulumi.Config("aws").get("profile")
-    except Exception:
-        return None
-
-
-_DEFAULT: ImageChecker | None = None
-_DEFAULT_LOCK = threading.Lock()
-
-
+@functools.cache
 def default_checker() -> ImageChecker:
     """The process-wide checker: one registry lookup per image per run."""
-    global _DEFAULT
-    with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            _DEFAULT = ImageChecker()
-        return _DEFAULT
+    return ImageChecker()
 
 
-def reset_default_checker(checker: ImageChecker | None = None) -> None:
-    """Forget every answer (tests), or install ``checker`` as the process-wide one."""
-    global _DEFAULT
-    with _DEFAULT_LOCK:
-        _DEFAULT = checker
-
-
-# -- pure API -----------------------------------------------------------------------------------------
+def reset_default_checker() -> None:
+    """Forget every answer (tests)."""
+    default_checker.cache_clear()
 
 
 def pod_images(pod_spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -258,16 +201,13 @@ def pod_images(pod_spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """
     found: list[tuple[str, Any]] = []
     for field_name, suffix in (("initContainers", " (init)"), ("containers", "")):
-        containers = pod_spec.get(field_name) if isinstance(pod_spec, Mapping) else UNKNOWN
-        if containers is None:
-            continue
+        containers = pod_spec.get(field_name) or []
         if not isinstance(containers, list):
             found.append((f"{field_name}[*]", UNKNOWN))
             continue
         for index, container in enumerate(containers):
             if not isinstance(container, Mapping):
-                found.append((f"{field_name}[{index}]", UNKNOWN))
-                continue
+                container = {"image": UNKNOWN}
             name = container.get("name")
             label = f"{name}{suffix}" if isinstance(name, str) and name else f"{field_name}[{index}]"
             found.append((label, container.get("image")))
@@ -277,17 +217,15 @@ def pod_images(pod_spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
 def check_pod_images(pod_spec: Mapping[str, Any], checker: ImageChecker) -> list[ImageVerdict]:
     """One verdict per container (init containers first), for any pod landing on GPU nodes.
 
-    Pure apart from the checker's lookups: the policy tooling passes its own
-    checker (e.g. ``ImageChecker(online=True)``); the components use
-    :func:`default_checker`.
+    Pure apart from the checker's lookups: policy tooling passes its own checker
+    (e.g. ``ImageChecker(online=True)``); the components use :func:`default_checker`.
     """
     return [checker.check(image, label) for label, image in pod_images(pod_spec)]
 
 
 def image_check_status(image: str, checker: ImageChecker | None = None) -> str:
     """One line for a preview table: ``arm64 ok``, ``amd64 only``, ``not checked (offline)``, ``check off``."""
-    mode, _ = image_check_mode()
-    if mode == "off":
+    if image_check_mode()[0] == "off":
         return "check off"
     verdict = (checker or default_checker()).check(image)
     if verdict.status == NOT_CHECKED and verdict.reason != "offline":
@@ -301,49 +239,45 @@ A = TypeVar("A")
 
 
 def _template_pod(spec: Any) -> Any:
-    """``spec.template.spec`` of a Deployment/Job/StatefulSet spec in Kubernetes form, or unknown."""
-    if not isinstance(spec, Mapping):
-        return UNKNOWN
-    template = spec.get("template")
-    if not isinstance(template, Mapping):
-        return UNKNOWN if template is not None else {}
-    pod = template.get("spec")
-    return pod if isinstance(pod, Mapping) else (UNKNOWN if pod is not None else {})
+    """``spec.template.spec`` of a Deployment/Job spec in Kubernetes form: ``{}`` if absent, else unknown."""
+    pod = spec
+    for key in ("template", "spec"):
+        if not isinstance(pod, Mapping):
+            return UNKNOWN
+        pod = pod.get(key)
+        if pod is None:
+            return {}
+    return pod if isinstance(pod, Mapping) else UNKNOWN
 
 
 def _enforce(owner: str, verdicts: list[ImageVerdict], mode: str, reported: set[tuple[str, str]]) -> None:
-    refused = [v for v in verdicts if v.refused]
+    refused = [v for v in verdicts if v.status == NO_ARM64]
     unchecked = [v for v in verdicts if v.status == NOT_CHECKED and v.reason != "offline"]
     if refused or (mode == "strict" and unchecked):
         lines = [v.message() for v in refused]
         if mode == "strict":
             lines += [f"{v.message()} ({ENV_VAR}=strict refuses images it cannot check)" for v in unchecked]
         raise ImageArchitectureError(
-            f"{owner}: "
-            + "; ".join(lines)
-            + ". To skip the check for this component: check_image_architecture=False."
+            f"{owner}: {'; '.join(lines)}. To skip the check for this component: check_image_architecture=False."
         )
     for verdict in unchecked:
-        if (verdict.container, verdict.image) in reported:
-            continue
-        reported.add((verdict.container, verdict.image))
-        pulumi.log.warn(
-            f"{owner}: {verdict.message()}. Deploying anyway; {ENV_VAR}=strict makes this an error, "
-            f"=off silences it."
-        )
+        if (verdict.container, verdict.image) not in reported:
+            reported.add((verdict.container, verdict.image))
+            pulumi.log.warn(
+                f"{owner}: {verdict.message()}. Deploying anyway; {ENV_VAR}=strict makes this an error, "
+                f"=off silences it."
+            )
 
 
 def check_workload_images(owner: str, args: A, spec_type: Any) -> A:
     """The components' one call: check ``args.spec``'s pod template images; return the args to use.
 
-    Known images are checked now, before anything is declared: a refusal raises
-    :class:`ImageArchitectureError`. If some image is an Output, the returned
-    args carry a spec that resolves only after those images passed, so the
-    workload is never declared with an image that was refused. ``args`` is not
-    modified. ``spec_type`` is the spec's Args class (``DeploymentSpecArgs``,
-    ``JobSpecArgs``), so snake_case and typed Args are read as Kubernetes reads them.
+    Known images are checked now, before anything is declared (a refusal raises
+    :class:`ImageArchitectureError`). If some image is an Output, the returned args (a
+    copy) carry a spec that resolves only after those images passed, so the workload is
+    never declared with a refused image. ``spec_type`` is the spec's Args class.
     """
-    if not getattr(args, "check_image_architecture", True):
+    if not args.check_image_architecture:  # type: ignore[attr-defined]
         return args
     mode, explicit = image_check_mode()
     if mode == "off" or not (explicit or real_engine()):
@@ -362,29 +296,5 @@ def check_workload_images(owner: str, args: A, spec_type: Any) -> A:
             _enforce(owner, check_pod_images(resolved_pod, default_checker()), mode, reported)
         return resolved
 
-    gated = copy.copy(args)
-    gated.spec = pulumi.Output.from_input(spec).apply(_after_resolution)  # type: ignore[attr-defined]
-    return gated
-
-
-__all__ = [
-    "ARM64",
-    "ENV_VAR",
-    "FIX",
-    "MODES",
-    "NOT_CHECKED",
-    "NO_ARM64",
-    "OFF",
-    "PENDING",
-    "ImageArchitectureError",
-    "ImageChecker",
-    "ImageVerdict",
-    "check_pod_images",
-    "check_workload_images",
-    "default_checker",
-    "image_check_mode",
-    "image_check_status",
-    "pod_images",
-    "real_engine",
-    "reset_default_checker",
-]
+    gated = pulumi.Output.from_input(spec).apply(_after_resolution)
+    return dataclasses.replace(args, spec=gated)  # type: ignore[type-var]
