@@ -1,9 +1,8 @@
 """What ``GpuDeployment`` and ``GpuJob`` share: their common args, reading them, the placement, timeouts, outputs.
 
-Kept apart from the pure merge: this is the Pulumi plumbing around it, and the same
-for every GPU component, so both behave alike for Python users and for other
-languages served through the component provider (which hands args over as a plain
-dict with camelCase keys and numbers as floats).
+The Pulumi plumbing around the pure merge, one copy for both components, so they behave
+alike for Python users and for other languages served through the component provider
+(args as a plain dict, camelCase keys, numbers as floats). Decision 0015.
 """
 
 from __future__ import annotations
@@ -62,33 +61,22 @@ class GpuWorkloadArgs(Generic[SpecT]):
 UNRESOLVED_PLACEMENT = Placement(key="placement.unresolved/contract", value="unresolved")
 """The contract the eager check uses while the real one is still an Output (see :func:`place_now`)."""
 
-# How long Pulumi waits for a GPU workload to become ready (pulumi-kubernetes'
-# default is 10 minutes). The budget for one GPU pod, from nothing:
-SCALE_UP_MINUTES = 10
-"""GPU group at zero: the autoscaler notices (~1 min), the instance boots and joins (1-2 min),
-the NVIDIA driver and device plugin advertise nvidia.com/gpu (~1.5-3 min); margin for a
-slow or second attempt (the autoscaler waits up to 15 min for the GPU to appear)."""
-IMAGE_PULL_MINUTES = 15
-"""CUDA, PyTorch and vLLM images are 5-20 GB; a fresh node pulls and unpacks them at tens of MB/s."""
-STARTUP_MINUTES = 5
-"""Model load until the readiness probe passes."""
+# How long Pulumi waits for one GPU pod from nothing (pulumi-kubernetes' default is 10
+# minutes); each budget is explained in docs/components.md, "Long waits".
+SCALE_UP_MINUTES = 10  # GPU pool at zero: autoscaler, boot and join, driver and device plugin
+IMAGE_PULL_MINUTES = 15  # CUDA, PyTorch and vLLM images are 5-20 GB
+STARTUP_MINUTES = 5  # model load until the readiness probe passes
+JOB_RUN_MINUTES = 30  # a Job is awaited until it completes
 DEPLOYMENT_TIMEOUT = f"{SCALE_UP_MINUTES + IMAGE_PULL_MINUTES + STARTUP_MINUTES}m"
 """Create and update of a GpuDeployment: 30m."""
-JOB_RUN_MINUTES = 30
-"""A Job is awaited until it completes: the startup budget plus this much running time."""
 JOB_TIMEOUT = f"{SCALE_UP_MINUTES + IMAGE_PULL_MINUTES + STARTUP_MINUTES + JOB_RUN_MINUTES}m"
-"""Create and update of a GpuJob: 60m. Longer jobs: set custom_timeouts, or wait_for_completion=False."""
-
-
-TIMEOUT_OPERATIONS = ("create", "update", "delete")
+"""Create and update of a GpuJob: 60m."""
 
 
 def check_duration(value: object, setting: str) -> str | None:
-    """A positive duration as the engine parses ``customTimeouts`` (Go's ``time.ParseDuration``).
+    """A positive Go duration (``"45m"``, ``"1h30m"``), as the engine parses ``customTimeouts``.
 
-    ``"45m"``, ``"2h"``, ``"1h30m"``, ``"90s"``; units ns, us, ms, s, m, h. A sign,
-    a bare number or a unit Go does not know (``"1d"``) would only fail at
-    ``pulumi up``, after the preview passed: refused here instead.
+    A sign, a bare number or ``"1d"`` would only fail at ``pulumi up``: refused here instead.
     """
     if value is None:
         return None
@@ -104,16 +92,13 @@ def check_duration(value: object, setting: str) -> str | None:
 def user_timeouts(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.CustomTimeouts | None:
     """The timeouts the user asked for: ``create_timeout``/... args and ``opts.custom_timeouts``.
 
-    The args exist because other languages cannot pass ``customTimeouts`` through the
-    component provider: pulumi 3.272.0's ``ProviderServicer._construct_options``
-    builds a ``CustomTimeouts`` from the request and never assigns it, so
-    ``customTimeouts`` on a GpuJob in TypeScript or YAML is silently dropped. The
-    same timeout given both ways with different values is refused rather than one
-    silently winning.
+    The args exist because the component provider drops ``customTimeouts`` from other
+    languages (``tests/provider/test_sdk_limits.py``). One timeout given both ways with
+    different values is refused rather than one silently winning.
     """
     given = opts.custom_timeouts if opts else None
     values: dict[str, str | None] = {}
-    for operation in TIMEOUT_OPERATIONS:
+    for operation in ("create", "update", "delete"):
         setting = f"{operation}_timeout"
         mine = check_duration(getattr(args, setting, None), setting)
         theirs = getattr(given, operation, None) if given else None
@@ -181,7 +166,8 @@ def check_flag(value: object, setting: str) -> bool:
 
 
 def gpu_settings(args: GpuWorkloadArgs[Any]) -> tuple[int | None, str | None]:
-    """``gpus`` and ``security_profile`` checked; None where the default applies."""
+    """The shared settings checked; ``gpus`` and ``security_profile`` returned, None where the default applies."""
+    check_flag(args.check_image_architecture, "check_image_architecture")
     return (check_gpus(args.gpus) if args.gpus is not None else None), check_profile(args.security_profile)
 
 
@@ -192,10 +178,9 @@ Place = Callable[..., dict[str, Any]]
 def place_now(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: Place) -> Any:
     """Run every check that known values allow, before anything is declared.
 
-    Returns the placed spec, or UNKNOWN when the whole spec is an Output. A contract
-    that is still an Output (read from a StackReference) is stood in for by
-    ``UNRESOLVED_PLACEMENT``, which no user spec mentions: only the
-    contract-independent checks (shape, containers, GPU counts) can fail on it.
+    Returns the placed spec, or UNKNOWN when the whole spec is an Output. A contract still
+    an Output stands in as ``UNRESOLVED_PLACEMENT``, which no user spec mentions: only
+    checks that need no contract (shape, containers, GPU counts) can fail on it.
     """
     with refusals(owner):
         spec = to_wire(args.spec, spec_type, unknown=UNKNOWN)
@@ -219,19 +204,11 @@ def place_final(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: P
     )
 
 
-def _meta_field(metadata: Any, key: str) -> Any:
-    if isinstance(metadata, Mapping):
-        return metadata.get(key)
-    return getattr(metadata, key, None)
-
-
 def child_metadata(metadata: Any) -> Any:
-    """The child's ``metadata``: the user's, or ``{}`` when none was given.
+    """The child's ``metadata``: the user's, or ``{}`` (auto-named either way).
 
-    The provider auto-names an object either way (``metadata: {}`` or none). Under
-    Pulumi's documented unit-test mocks (outputs = inputs) a child without metadata
-    has ``metadata`` None, and a consumer's test reading ``deployment.metadata.name``
-    fails with AttributeError; with ``{}`` it reads None.
+    Under the documented unit-test mocks (outputs = inputs) ``{}`` keeps a consumer's
+    ``deployment.metadata.name`` readable (None) instead of an AttributeError on None.
     """
     return {} if metadata is None else metadata
 
@@ -239,14 +216,12 @@ def child_metadata(metadata: Any) -> Any:
 def name_and_namespace(child: Any, resource_name: str) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
     """The child's ``metadata.name`` and namespace, the components' outputs.
 
-    A real engine always returns the name (the given one or the auto-name Pulumi
-    generated). Unit-test mocks that echo inputs return no name for an auto-named
-    object, and no namespace when none was given: there the resource name stands in
-    for the auto-name, and ``default`` for the namespace.
+    Mocks that echo inputs return no auto-name and no default namespace: the resource
+    name and ``default`` stand in there (a real engine always returns both).
     """
     return (
-        child.metadata.apply(lambda m: _meta_field(m, "name") or resource_name),
-        child.metadata.apply(lambda m: _meta_field(m, "namespace") or "default"),
+        child.metadata.apply(lambda m: (m or {}).get("name") or resource_name),
+        child.metadata.apply(lambda m: (m or {}).get("namespace") or "default"),
     )
 
 
@@ -255,31 +230,34 @@ def wire_metadata(metadata: Any) -> Any:
     return to_wire(metadata, ObjectMetaArgs, unknown=UNKNOWN) if metadata is not None else {}
 
 
-def with_annotations(metadata: Any, extra: Mapping[str, str], setting: str) -> Any:
-    """``metadata`` plus ``extra`` annotations; an annotation of the user's that disagrees is refused."""
-    if not extra:
-        return metadata
+def with_annotation(
+    owner: str,
+    metadata: Any,
+    key: str,
+    setting: str,
+    check: Callable[[Mapping[str, Any]], None] | None = None,
+) -> Any:
+    """``metadata`` plus the annotation ``key: "true"`` that ``setting`` means, and ``check`` passed.
 
-    def merge(meta: Any) -> dict[str, Any]:
-        wire = wire_metadata(meta)
-        if not known(wire):
-            return {}
-        wire = dict(wire)
-        annotations = wire.get("annotations")
-        if not known(annotations):
-            return wire
-        annotations = dict(annotations or {})
-        for key, value in extra.items():
-            mine = annotations.get(key, value)
-            if known(mine) and mine != value:
+    One of the user's that disagrees is refused; checked now where known, and again once Outputs resolve.
+    """
+
+    def merge(meta: Any) -> Any:
+        with refusals(owner):
+            wire = wire_metadata(meta)
+            if not isinstance(wire, Mapping):
+                return {}  # an Output as a whole: checked once it resolves
+            if check:
+                check(wire)
+            annotations = wire.get("annotations")
+            if not known(annotations):
+                return wire
+            mine = (annotations or {}).get(key, "true")
+            if known(mine) and mine != "true":
                 raise PodSpecError(
-                    f"metadata.annotations[{key!r}] is {mine!r} but {setting} means {value!r}: drop one of them"
+                    f"metadata.annotations[{key!r}] is {mine!r} but {setting} means 'true': drop one of them"
                 )
-            annotations[key] = value
-        wire["annotations"] = annotations
-        return wire
+            return {**wire, "annotations": {**(annotations or {}), key: "true"}}
 
-    merge(metadata)  # eager: refuse a contradiction before anything is declared
-    if has_outputs(metadata):
-        return pulumi.Output.from_input(metadata).apply(merge)
-    return merge(metadata)
+    merged = merge(metadata)  # eager: refuse before anything is declared
+    return pulumi.Output.from_input(metadata).apply(merge) if has_outputs(metadata) else merged

@@ -20,16 +20,15 @@ import pulumi_kubernetes as k8s
 from infra.workloads import component, images
 from infra.workloads.durations import duration_seconds
 from infra.workloads.job import place_job_checked, replace_unready_wait
-from infra.workloads.values import UNKNOWN, PodSpecError, known
-from infra.workloads.wire import has_outputs, to_wire
+from infra.workloads.values import UNKNOWN, PodSpecError
+from infra.workloads.wire import to_wire
 
 TYPE_TOKEN = "eks-gpu:index:GpuJob"
 SPEC_ARGS = k8s.batch.v1.JobSpecArgs
 SKIP_AWAIT = "pulumi.com/skipAwait"
 """pulumi-kubernetes' annotation: declare the Job and return without waiting for it to complete."""
 REPLACE_UNREADY = "pulumi.com/replaceUnready"
-"""pulumi-kubernetes' annotation: at every later ``pulumi up`` its Diff reads the live Job and replaces it
-if it is not Complete (``provider/pkg/provider/provider.go``), failed or still running alike."""
+"""pulumi-kubernetes' annotation: a later ``pulumi up`` replaces the Job if it is not Complete, running or not."""
 REPLACE_ON_CHANGES = (
     "spec.completionMode",
     "spec.podFailurePolicy",
@@ -37,13 +36,8 @@ REPLACE_ON_CHANGES = (
     "spec.managedBy",
     "spec.successPolicy",
 )
-"""Job fields the API makes immutable (``ValidateJobSpecUpdate``) that pulumi-kubernetes would patch in place.
-
-pulumi-kubernetes replaces a Job only when ``completions``, ``parallelism``,
-``selector`` or ``template`` change (``provider/pkg/provider/diff.go``); a change of
-one of these would be sent as a patch and refused by the API server, leaving
-``pulumi up`` stuck. ``replace_on_changes`` makes Pulumi replace the Job instead.
-"""
+"""Job fields the API refuses to patch (``ValidateJobSpecUpdate``) that pulumi-kubernetes would patch in place:
+changing one replaces the Job instead of leaving ``pulumi up`` stuck on the API's refusal."""
 
 
 @dataclass(kw_only=True)
@@ -55,15 +49,9 @@ class GpuJobArgs(component.GpuWorkloadArgs[k8s.batch.v1.JobSpecArgs]):
     replace_unready: bool = False
     """Run a failed Job again: the next ``pulumi up`` replaces it (``pulumi.com/replaceUnready: "true"``).
 
-    pulumi-kubernetes replaces any Job that is not Complete when a later ``pulumi up``
-    diffs it, a running one too. So this needs ``spec.activeDeadlineSeconds`` (a plain
-    number), no ``spec.suspend``, and ``wait_for_completion``; ``pulumi up`` then waits
-    at least deadline + the pods' grace period + 2 minutes (the create and update
-    timeouts default to that when longer than 60m; shorter ones of yours are refused),
-    so when it stops waiting the Job has completed or failed and never runs on at the
-    next ``pulumi up``. Still replaced while running: a Job whose ``pulumi up`` was
-    interrupted, or one a queue (e.g. Kueue) held suspended. Without it a failed Job
-    stays until its spec changes; each ``pulumi up`` waits on it again and reports the failure.
+    Needs ``spec.activeDeadlineSeconds`` (a plain number), no ``spec.suspend`` and
+    ``wait_for_completion``, and waits at least deadline + grace period + 2 minutes, so a
+    running Job is never replaced (docs/components.md, "Jobs: GpuJob").
     """
 
 
@@ -92,14 +80,15 @@ class GpuJob(pulumi.ComponentResource):
         eager = component.place_now(owner, args, SPEC_ARGS, place)
         with component.refusals(owner):
             timeouts = _job_timeouts(args, timeouts_given)
-            metadata = _job_metadata(owner, args)
+        metadata = _job_metadata(owner, args)
         args = images.check_workload_images(owner, args, SPEC_ARGS)
 
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
+        mine = list(opts.replace_on_changes or []) if opts else []
         child = pulumi.ResourceOptions(
             parent=self,
             custom_timeouts=timeouts,
-            replace_on_changes=_replace_on_changes(opts),
+            replace_on_changes=mine + [path for path in REPLACE_ON_CHANGES if path not in mine],
             # A replaced auto-named Job is created under a new name before the old one
             # is deleted: both would run, each holding its GPUs. Yours wins if you set it.
             delete_before_replace=(
@@ -120,14 +109,23 @@ def _check_job_settings(args: GpuJobArgs) -> None:
     """The Job's own settings, and what they need of each other and of ``metadata``."""
     component.check_flag(args.wait_for_completion, "wait_for_completion")
     component.check_flag(args.replace_unready, "replace_unready")
-    _refuse_raw_replace_unready(args.metadata, args.replace_unready)
-    if not args.wait_for_completion:
-        _refuse_fixed_name(args.metadata)
-        if args.replace_unready:
-            raise PodSpecError(
-                "replace_unready=True needs wait_for_completion=True: pulumi-kubernetes only learns "
-                "that a Job failed by waiting for it"
-            )
+    wire = component.wire_metadata(args.metadata)
+    annotations = wire.get("annotations") if isinstance(wire, Mapping) else None
+    if (
+        not args.replace_unready
+        and isinstance(annotations, Mapping)
+        and annotations.get(REPLACE_UNREADY) == "true"
+    ):
+        raise PodSpecError(
+            f"metadata.annotations[{REPLACE_UNREADY!r}] 'true': use replace_unready=True instead, which "
+            "also makes sure pulumi-kubernetes can never replace the Job while it still runs; allowed here: "
+            "'false' or unset"
+        )
+    if args.replace_unready and not args.wait_for_completion:
+        raise PodSpecError(
+            "replace_unready=True needs wait_for_completion=True: pulumi-kubernetes only learns "
+            "that a Job failed by waiting for it"
+        )
 
 
 def _job_timeouts(args: GpuJobArgs, given: pulumi.CustomTimeouts | None) -> pulumi.CustomTimeouts:
@@ -150,60 +148,26 @@ def _job_timeouts(args: GpuJobArgs, given: pulumi.CustomTimeouts | None) -> pulu
 
 
 def _job_metadata(owner: str, args: GpuJobArgs) -> Any:
-    """The Job's metadata with the annotations its settings mean (skipAwait, replaceUnready)."""
-    metadata = args.metadata
-    if not args.wait_for_completion and has_outputs(metadata):
-
-        def late_name_check(meta: Any) -> Any:
-            with component.refusals(owner):
-                _refuse_fixed_name(meta)
-            return meta
-
-        metadata = pulumi.Output.from_input(metadata).apply(late_name_check)
-    skip_await = {} if args.wait_for_completion else {SKIP_AWAIT: "true"}
-    metadata = component.with_annotations(metadata, skip_await, "wait_for_completion=False")
-    replace = {REPLACE_UNREADY: "true"} if args.replace_unready else {}
-    return component.with_annotations(metadata, replace, "replace_unready=True")
-
-
-def _refuse_raw_replace_unready(metadata: Any, replace_unready: bool) -> None:
-    """The annotation written by hand would skip :func:`replace_unready_wait`'s guard: refused."""
-    wire = component.wire_metadata(metadata)
-    annotations = wire.get("annotations") if known(wire) and isinstance(wire, Mapping) else None
-    value = (
-        annotations.get(REPLACE_UNREADY) if known(annotations) and isinstance(annotations, Mapping) else None
+    """The Job's metadata with the annotation its settings mean (replaceUnready or skipAwait)."""
+    if args.replace_unready:
+        return component.with_annotation(owner, args.metadata, REPLACE_UNREADY, "replace_unready=True")
+    if args.wait_for_completion:
+        return args.metadata
+    return component.with_annotation(
+        owner, args.metadata, SKIP_AWAIT, "wait_for_completion=False", check=_refuse_fixed_name
     )
-    if value == "true" and not replace_unready:
-        raise PodSpecError(
-            f"metadata.annotations[{REPLACE_UNREADY!r}] 'true': use replace_unready=True instead, which "
-            "also makes sure pulumi-kubernetes can never replace the Job while it still runs; allowed here: "
-            "'false' or unset"
-        )
 
 
-def _replace_on_changes(opts: pulumi.ResourceOptions | None) -> list[str]:
-    """The user's ``replace_on_changes`` (given on the component) followed by the Job's immutable fields."""
-    mine = list(opts.replace_on_changes or []) if opts else []
-    return mine + [path for path in REPLACE_ON_CHANGES if path not in mine]
-
-
-def _refuse_fixed_name(metadata: Any) -> None:
+def _refuse_fixed_name(metadata: Mapping[str, Any]) -> None:
     """Refuse ``metadata.name`` beside ``wait_for_completion=False``.
 
-    With ``pulumi.com/skipAwait`` pulumi-kubernetes does not wait for a delete
-    either: when a change replaces the Job (delete first, as a fixed name
-    requires), the create arrives while the old Job and its pods are still being
-    deleted and fails with ``AlreadyExists``. An auto-named Job gets a new name.
+    With ``pulumi.com/skipAwait`` pulumi-kubernetes does not wait for a delete either: a
+    replacement under the same name would be created while the old Job is still being
+    deleted and fail with ``AlreadyExists``. An auto-named Job gets a new name.
     """
-    wire = component.wire_metadata(metadata)
-    if not known(wire) or not isinstance(wire, Mapping):
-        return  # an Output as a whole: checked again when known (see _job_metadata)
-    if wire.get("name") is not None:
+    if metadata.get("name") is not None:
         raise PodSpecError(
             "wait_for_completion=False with a fixed metadata.name cannot be replaced: without waiting, "
             "the old Job is still being deleted when the new one is created (AlreadyExists). Drop "
             "metadata.name (Pulumi auto-names the Job from the resource name) or keep waiting"
         )
-
-
-__all__ = ["REPLACE_ON_CHANGES", "REPLACE_UNREADY", "SKIP_AWAIT", "TYPE_TOKEN", "GpuJob", "GpuJobArgs"]

@@ -220,6 +220,11 @@ def test_both_args_share_one_definition_and_take_only_spec_by_position() -> None
             PodSpecError,
             "pod_disruption_budget must be true or false",
         ),
+        (
+            {"spec": deployment_spec(), "checkImageArchitecture": "false"},
+            PodSpecError,
+            "check_image_architecture must be true or false",
+        ),
         ({"spec": deployment_spec(), "gpus": 1.5}, PodSpecError, "gpus must be a whole number >= 1"),
     ],
 )
