@@ -1,9 +1,8 @@
 """CrossGuard pack: the rules of infra.tooling.policy_rules, each stack judged by the contract it declares.
 
-Rules whose verdict depends on the contract are stack policies (only the whole stack shows
-it); the security baseline stays a resource policy. Stack rules get plain data, unknowns as
-None; per-resource rules keep pulumi_policy's proxy, so a field unknown in preview leaves
-the resource unjudged. Config: per-policy levels, and ``placement`` to override the stack's
+Rules whose verdict depends on the contract are stack policies; the security baseline stays
+a resource policy. Stack rules get plain data, unknowns as None; per-resource rules keep
+pulumi_policy's proxy. Config: per-policy levels, and ``placement`` to override the stack's
 contract. Why: docs/decisions/0034-policy-pack-stack-contract.md.
 """
 
@@ -29,24 +28,10 @@ from infra.tooling.policy_rules import (
     RuleSpec,
     placement_from_config,
     resource_key,
-    resource_violations,
     stack_view,
-    stack_violations,
+    violations,
 )
 from infra.workloads.placement import DEFAULT_PLACEMENT
-
-UNKNOWNS = frozenset(
-    {
-        _proxy.UNKNOWN_BOOLEAN_VALUE,
-        _proxy.UNKNOWN_NUMBER_VALUE,
-        _proxy.UNKNOWN_STRING_VALUE,
-        _proxy.UNKNOWN_ARRAY_VALUE,
-        _proxy.UNKNOWN_ASSET_VALUE,
-        _proxy.UNKNOWN_ARCHIVE_VALUE,
-        _proxy.UNKNOWN_OBJECT_VALUE,
-    }
-)
-"""The sentinels the engine sends for values not known during preview (pulumi_policy/proxy.py)."""
 
 CONFIG_SCHEMA = PolicyConfigSchema(
     properties={
@@ -75,71 +60,49 @@ def plain(value: Any) -> Any:
         return {key: plain(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(item) for item in value]
-    if isinstance(value, str) and value in UNKNOWNS:
-        return None
-    return value
+    return None if _proxy._is_unknown(value) else value
 
 
 def _links(resources: list[Any]) -> Links:
     """Parents and dependencies as pulumi_policy resolved them (within the stack)."""
+
+    def key(r: Any) -> str:
+        return resource_key(r.resource_type, r.name)
+
     return Links(
-        parents={
-            resource_key(r.resource_type, r.name): resource_key(r.parent.resource_type, r.parent.name)
-            for r in resources
-            if r.parent is not None
-        },
-        dependencies={
-            resource_key(r.resource_type, r.name): [
-                resource_key(d.resource_type, d.name) for d in r.dependencies
-            ]
-            for r in resources
-        },
+        parents={key(r): key(r.parent) for r in resources if r.parent is not None},
+        dependencies={key(r): [key(d) for d in r.dependencies] for r in resources},
     )
 
 
-def _described(spec: RuleSpec) -> dict[str, Any]:
-    """What every policy of the pack says about itself: name, first docstring line, level, config."""
-    return {
+def _policy(spec: RuleSpec) -> ResourceValidationPolicy | StackValidationPolicy:
+    """A stack policy when the verdict depends on the contract (only the whole stack shows it), else a resource policy."""
+    described = {
         "name": spec.name,
         "description": (spec.rule.__doc__ or spec.name).strip().splitlines()[0],
         "enforcement_level": EnforcementLevel(spec.default_level),
         "config_schema": CONFIG_SCHEMA,
     }
 
-
-def _stack_policy(spec: RuleSpec) -> StackValidationPolicy:
-    """Sees every resource's outputs: the contract the stack declares, node groups, workloads, agents."""
-
-    def validate(args: StackValidationArgs, report_violation) -> None:
+    def validate_stack(args: StackValidationArgs, report_violation) -> None:
         override = placement_from_config(spec.name, args.get_config())
         by_resource = {resource_key(r.resource_type, r.name): r for r in args.resources}
         triples = [(r.resource_type, r.name, plain(r.props)) for r in args.resources]
         view = stack_view(triples, _links(args.resources), override)
-        if spec.stack:
-            for resource, message in stack_violations(spec, triples, view):
-                found = by_resource.get(resource)
-                report_violation(message, found.urn if found else None)
-            return
-        proxied = [(r.resource_type, r.name, r.props) for r in args.resources]
-        for resource, message in resource_violations(spec, proxied, view, skip=(_proxy.UnknownValueError,)):
-            found = by_resource[resource]
-            report_violation(f"{found.name} {message}", found.urn)
+        judged = triples if spec.stack else [(r.resource_type, r.name, r.props) for r in args.resources]
+        for resource, message in violations(spec, judged, view, skip=(_proxy.UnknownValueError,)):
+            found = by_resource.get(resource)
+            named = message if spec.stack else f"{found.name} {message}"
+            report_violation(named, found.urn if found else None)
 
-    return StackValidationPolicy(validate=validate, **_described(spec))
-
-
-def _policy(spec: RuleSpec) -> ResourceValidationPolicy | StackValidationPolicy:
-    if spec.stack or spec.contract:
-        return _stack_policy(spec)
-
-    def validate(args: ResourceValidationArgs, report_violation) -> None:
+    def validate_resource(args: ResourceValidationArgs, report_violation) -> None:
         placement = placement_from_config(spec.name, args.get_config()) or DEFAULT_PLACEMENT
-        # Resource rules keep the proxy: a field unknown during preview makes the policy
-        # advisory-skip this resource rather than read as absent.
         for message in spec.rule(args.resource_type, args.props, placement):  # type: ignore[call-arg]
             report_violation(f"{args.name} {message}", None)
 
-    return ResourceValidationPolicy(validate=validate, **_described(spec))
+    if spec.stack or spec.contract:
+        return StackValidationPolicy(validate=validate_stack, **described)
+    return ResourceValidationPolicy(validate=validate_resource, **described)
 
 
 PolicyPack(name="eks-gpu-guardrails", policies=[_policy(spec) for spec in RULES])

@@ -1,22 +1,11 @@
 """Every agent, every pool: on which node groups does each DaemonSet the stack installs land?
 
-Reads (type, name, props) triples, what both the offline preview and the CrossGuard
-pack see. Node groups become scheduling nodes (one per instance type, with the group's
-labels and taints). The agents: ``DaemonSet`` resources as declared; the NVIDIA device
-plugin's ``helm.v3.Release``, its pinned chart rendered with the Release's values; the
-CloudWatch and node monitoring add-ons through the models of their charts; the
-EKS-managed DaemonSets (:mod:`infra.tooling.chart_models` for all three).
-
-An agent whose placement cannot be known is reported **unknown**, never fine: a release
-of an unmodelled chart, a version other than the one rendered or modelled, a chart that
-cannot be rendered here, or values not known yet. In a CrossGuard stack policy the
-properties are outputs whose unknowns the pack turns into ``None``: present but ``None``
-means "not known yet", absent means "not set" (chart defaults). ``configurationValues``
-(computed, so unknown on create) is read only for the modelled add-ons.
-
-Rules: an agent meant for GPU nodes must land on every GPU pool and on no other group
-(the device plugin on a system node would crash-loop; a pool without it has no
-``nvidia.com/gpu``); an agent meant for every node that misses a group is advisory.
+Reads the (type, name, props) triples that both the offline preview and the CrossGuard
+pack see. Node groups become scheduling nodes, one per instance type; agents are the
+declared DaemonSets, the device plugin's Release (its pinned chart rendered), the
+modelled add-ons and the EKS-managed DaemonSets (:mod:`infra.tooling.chart_models`).
+A placement that cannot be known is **unknown**, never fine. What is read how, and the
+rules: docs/decisions/0040-agent-placement.md.
 """
 
 from __future__ import annotations
@@ -42,10 +31,18 @@ CLUSTER = "eks:index:Cluster"
 INTENT_ANNOTATION = "eks-gpu/runs-on"
 """Optional DaemonSet annotation stating where it is meant to run: ``gpu-nodes``, ``all-nodes`` or ``none``."""
 GPU, ALL, NONE = "gpu-nodes", "all-nodes", "none"
-GPU_INSTANCE_PREFIXES = ("g", "p")  # EC2's GPU families
+GPU_INSTANCE_PREFIXES = ("g", "p")  # EC2's GPU families: g4dn, g5, g5g, g6, p4d, p5 ...
+GPU_AMI_WORDS = frozenset({"NVIDIA", "GPU"})
+"""Words of an EKS ``amiType`` (enum ``AMITypes``) that mean a GPU AMI: every ``*_NVIDIA`` (FIPS too) and
+``AL2_x86_64_GPU``; not ``*_NEURON`` (``aws.amazon.com/neuron``). A test checks it against botocore's enum."""
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 NO_DAEMONSET_CHARTS = frozenset({"cluster-autoscaler"})  # charts whose workloads are Deployments only
 NOT_KNOWN_YET = "configurationValues not known yet"
 DEVICE_PLUGIN = chart_models.DEVICE_PLUGIN_CHART
+DCGM_SERVER_ON_ARM = (
+    "chart 1.7.0: arch In [amd64]; DCGM checks are off on arm64, NCCL dmesg checks still run "
+    "(monitors/nvidia/monitor.go)"
+)
 SCHEDULING_FIELDS = ("nodeSelector", "affinity", "tolerations")
 CLOUDWATCH_INTENTS = {
     "cloudwatch-agent": ALL,
@@ -85,8 +82,20 @@ class Landing:
     advice: tuple[str, ...]
 
 
-def _arch(instance_type: str) -> str:
-    return "arm64" if instance_type in ARM_NVIDIA or instance_type in ARM_SYSTEM else "amd64"
+def is_gpu_instance_type(instance_type: Any) -> bool:
+    return str(instance_type).startswith(GPU_INSTANCE_PREFIXES)
+
+
+def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
+    """A GPU instance type or a GPU ``amiType``: each is enough evidence on its own.
+
+    Instance types first: when they show a GPU, an ``amiType`` not known yet (a custom
+    AMI in the launch template leaves it to AWS) does not stop the check.
+    """
+    if any(is_gpu_instance_type(t) for t in props.get("instanceTypes") or []):
+        return True
+    ami_type = props.get("amiType")
+    return isinstance(ami_type, str) and bool(GPU_AMI_WORDS & set(ami_type.upper().split("_")))
 
 
 def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
@@ -102,7 +111,7 @@ def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
             labels=props.get("labels") or {},
             eks_taints=props.get("taints") or [],
             instance_type=t,
-            arch=_arch(t),
+            arch="arm64" if t in ARM_NVIDIA or t in ARM_SYSTEM else "amd64",
             gpus=whole_count(advertised) if advertised else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
         )
         for t in props.get("instanceTypes") or []
@@ -111,20 +120,16 @@ def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
 
 def groups_of(resources: Iterable[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Group]:
     """The stack's node groups as nodes carrying exactly the declared labels and taints."""
-    return sorted(
-        (
-            Group(
-                name,
-                str(props.get("amiType", "")).endswith("_NVIDIA")
-                or (props.get("labels") or {}).get(placement.key) == placement.value
-                or any(str(t).startswith(GPU_INSTANCE_PREFIXES) for t in props.get("instanceTypes") or []),
-                group_nodes(name, props),
-            )
-            for typ, name, props in resources
-            if typ == NODE_GROUP
-        ),
-        key=lambda g: g.name,
-    )
+    groups = [
+        Group(
+            name,
+            is_gpu_node_group(props) or (props.get("labels") or {}).get(placement.key) == placement.value,
+            group_nodes(name, props),
+        )
+        for typ, name, props in resources
+        if typ == NODE_GROUP
+    ]
+    return sorted(groups, key=lambda g: g.name)
 
 
 def contract_groups(placement: Placement) -> list[Group]:
@@ -181,27 +186,27 @@ def _unknown_scheduling(pod: Mapping[str, Any]) -> bool:
 
 
 def _selects_gpu_nodes(pod: Mapping[str, Any], placement: Placement) -> bool:
+    """A nodeSelector or required ``In`` expression on the contract's label, the pool label or GPU instance types."""
     selector = pod.get("nodeSelector") or {}
     if selector.get(placement.key) == placement.value or POOL_LABEL in selector:
         return True
-    if str(selector.get("node.kubernetes.io/instance-type", "")).startswith(GPU_INSTANCE_PREFIXES):
+    if is_gpu_instance_type(selector.get(INSTANCE_TYPE_LABEL, "")):
         return True
     required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or {}
-    for term in required.get("nodeSelectorTerms") or []:
-        for expression in term.get("matchExpressions") or []:
-            key, values = expression.get("key"), expression.get("values") or []
-            if expression.get("operator") == "In" and (
-                key in (placement.key, POOL_LABEL)
-                or (
-                    key == "node.kubernetes.io/instance-type"
-                    and values
-                    and all(str(v).startswith(GPU_INSTANCE_PREFIXES) for v in values)
-                )
-            ):
-                return True
-    return False
+    return any(
+        e.get("operator") == "In"
+        and (
+            e.get("key") in (placement.key, POOL_LABEL)
+            or (
+                e.get("key") == INSTANCE_TYPE_LABEL
+                and all(map(is_gpu_instance_type, e.get("values") or [""]))
+            )
+        )
+        for term in required.get("nodeSelectorTerms") or []
+        for e in term.get("matchExpressions") or []
+    )
 
 
 def _annotated(props: Mapping[str, Any]) -> str | None:
@@ -266,12 +271,6 @@ def _device_plugin_agents(
     return agents
 
 
-def _unmodelled(name: str, version: Any) -> str:
-    known = ", ".join(f"{v}*" for v in chart_models.MODELLED_VERSIONS[name])
-    shown = "not known yet" if version is None else repr(version)
-    return f"{name} version {shown} is not one the chart model was read from ({known})"
-
-
 def _addon_agents(props: Mapping[str, Any], resource: str) -> list[Agent]:
     """The DaemonSets of a modelled or EKS-managed add-on, or one unknown agent if they cannot be known."""
     addon, version = props.get("addonName"), props.get("addonVersion")
@@ -282,7 +281,10 @@ def _addon_agents(props: Mapping[str, Any], resource: str) -> list[Agent]:
         return []
     source = f"add-on {addon} {version or ''}".strip()
     if not chart_models.modelled(addon, version):
-        return [Agent(source, ALL, _unmodelled(addon, version), None, resource)]
+        read = ", ".join(f"{v}*" for v in chart_models.MODELLED_VERSIONS[addon])
+        shown = "not known yet" if version is None else repr(version)
+        why = f"{addon} version {shown} is not one the chart model was read from ({read})"
+        return [Agent(source, ALL, why, None, resource)]
     configuration = _json(props)  # read only here: a computed output, unknown on create
     if configuration is None:
         return [Agent(source, ALL, NOT_KNOWN_YET, None, resource)]
@@ -293,18 +295,12 @@ def _addon_agents(props: Mapping[str, Any], resource: str) -> list[Agent]:
             Agent(f"{ds} ({addon})", CLOUDWATCH_INTENTS[ds], known, pod, resource) for ds, pod in pods.items()
         ]
     pods = chart_models.node_monitoring_pods(configuration)
+    dcgm, dcgm_pod = f"dcgm-server ({addon}, amd64 only)", pods["dcgm-server (node monitoring)"]
     return [
         Agent(
             f"eks-node-monitoring-agent ({addon})", ALL, known, pods["eks-node-monitoring-agent"], resource
         ),
-        Agent(
-            f"dcgm-server ({addon}, amd64 only)",
-            NONE,
-            "chart 1.7.0: arch In [amd64]; DCGM checks are off on arm64, NCCL dmesg checks still run "
-            "(monitors/nvidia/monitor.go)",
-            pods["dcgm-server (node monitoring)"],
-            resource,
-        ),
+        Agent(dcgm, NONE, DCGM_SERVER_ON_ARM, dcgm_pod, resource),
     ]
 
 
@@ -319,15 +315,8 @@ def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement
             found += _device_plugin_agents(name, props, resource, placement)
         elif typ == HELM_RELEASE and props.get("chart") not in NO_DAEMONSET_CHARTS:
             release = f"helm chart {props.get('chart')} (release {props.get('name', name)})"
-            found.append(
-                Agent(
-                    release,
-                    ALL,
-                    "no model of this chart: its DaemonSets cannot be seen offline",
-                    None,
-                    resource,
-                )
-            )
+            why = "no model of this chart: its DaemonSets cannot be seen offline"
+            found.append(Agent(release, ALL, why, None, resource))
         elif typ == ADDON:
             found += _addon_agents(props, resource)
     addons = {props.get("addonName") for typ, _, props in resources if typ == ADDON}
@@ -347,12 +336,9 @@ def land(agent: Agent, groups: Sequence[Group], placement: Placement) -> Landing
         return Landing(agent, {g.name: "unknown" for g in groups}, (), (advice,))
     where = {}
     for group in groups:
-        fitting = sum(1 for node in group.nodes if fits(agent.pod, node).fits)
-        where[group.name] = (
-            "yes" if fitting == len(group.nodes) and fitting else "partial" if fitting else "-"
-        )
+        fitting = sum(fits(agent.pod, node).fits for node in group.nodes)
+        where[group.name] = "-" if not fitting else "yes" if fitting == len(group.nodes) else "partial"
     problems: list[str] = []
-    advice: list[str] = []
     missed = [g for g in groups if g.gpu and where[g.name] != "yes"]
     stray = [g.name for g in groups if not g.gpu and where[g.name] != "-"]
     if agent.intent == GPU and missed:
@@ -366,9 +352,8 @@ def land(agent: Agent, groups: Sequence[Group], placement: Placement) -> Landing
         what = "the device plugin" if agent.device_plugin else "a GPU agent"
         problems.append(f"is {what} but lands on non-GPU group(s) {stray}: select GPU nodes only")
     partial = [g.name for g in groups if where[g.name] != "yes"]
-    if agent.intent == ALL and partial:
-        advice.append(f"runs on every node but misses group(s) {partial}: tolerate their taints")
-    return Landing(agent, where, tuple(problems), tuple(advice))
+    advice = f"runs on every node but misses group(s) {partial}: tolerate their taints"
+    return Landing(agent, where, tuple(problems), (advice,) if agent.intent == ALL and partial else ())
 
 
 def landings(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Landing]:

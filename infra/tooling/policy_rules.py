@@ -8,16 +8,18 @@ Kubernetes resources are the manifest. Each stack is judged by the contract it d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.tooling.agents import landings
+from infra.tooling.agents import CLUSTER as PULUMI_EKS_CLUSTER
+from infra.tooling.agents import NODE_GROUP, is_gpu_node_group, landings
+from infra.workloads import gpu_deployment, gpu_job
 from infra.workloads.placement import (
     DEFAULT_PLACEMENT,
     GPU_TAINT_EFFECT,
     K8S_TO_EKS_EFFECT,
-    POOL_LABEL,
     Placement,
     PlacementError,
 )
@@ -25,58 +27,21 @@ from infra.workloads.scheduling import gpu_limit, match_expression, tolerates
 
 STACK = "pulumi:pulumi:Stack"
 """The root resource; in ``AnalyzeStack`` its properties are the stack's outputs."""
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 AWS_EKS_CLUSTER = "aws:eks/cluster:Cluster"
-"""pulumi-aws's plain cluster (``aws.eks.Cluster``): secrets encryption is ``encryptionConfig``."""
-PULUMI_EKS_CLUSTER = "eks:index:Cluster"
-"""pulumi-eks's component: secrets encryption is ``encryptionConfigKeyArn``."""
-GPU_COMPONENTS = ("eks-gpu:index:GpuDeployment", "eks-gpu:index:GpuJob")
+"""pulumi-aws's plain cluster: secrets encryption is ``encryptionConfig`` (pulumi-eks's: ``encryptionConfigKeyArn``)."""
+GPU_COMPONENTS = (gpu_deployment.TYPE_TOKEN, gpu_job.TYPE_TOKEN)
 CONTROL_PLANE_LOGS = ("api", "audit", "authenticator")
-
 WORKLOAD_TYPES = {
-    f"kubernetes:{group}:{kind}"
-    for group, kind in (
-        ("apps/v1", "Deployment"),
-        ("apps/v1", "StatefulSet"),
-        ("apps/v1", "DaemonSet"),
-        ("apps/v1", "ReplicaSet"),
-        ("batch/v1", "Job"),
-        ("batch/v1", "CronJob"),
-        ("core/v1", "Pod"),
-    )
+    *(f"kubernetes:apps/v1:{kind}" for kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")),
+    *(f"kubernetes:batch/v1:{kind}" for kind in ("Job", "CronJob")),
+    "kubernetes:core/v1:Pod",
 }
-GPU_INSTANCE_PREFIXES = ("g", "p")  # EC2's GPU families: g4dn, g5, g5g, g6, p4d, p5 ...
-GPU_AMI_WORDS = frozenset({"NVIDIA", "GPU"})
-"""Words of an EKS ``amiType`` (EKS API enum ``AMITypes``) that mean a GPU AMI: every ``*_NVIDIA``
-variant (FIPS ones too) and AL2's accelerated ``AL2_x86_64_GPU``. ``*_NEURON`` is not one: Inferentia
-and Trainium nodes offer ``aws.amazon.com/neuron``, not ``nvidia.com/gpu``. A test checks this against
-the whole enum in botocore's EKS model (the pack's environment has no botocore)."""
 
 Rule = Callable[[str, Mapping[str, Any], Placement], list[str]]
 Resources = Sequence[tuple[str, str, Mapping[str, Any]]]
 StackRule = Callable[[Resources, Placement], list[tuple[str, str]]]
 """Sees every resource of the stack at once; returns (resource, message) pairs."""
-
-
-def is_gpu_ami_type(ami_type: Any) -> bool:
-    """Is ``ami_type`` (a node group's ``amiType``) one of EKS's GPU AMIs? Enough evidence on its own."""
-    return isinstance(ami_type, str) and bool(GPU_AMI_WORDS & set(ami_type.upper().split("_")))
-
-
-def is_gpu_instance_type(instance_type: Any) -> bool:
-    return str(instance_type).split(".")[0].startswith(GPU_INSTANCE_PREFIXES)
-
-
-def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
-    """A GPU instance type (the node group's, or its launch template's: see :func:`node_group_overrides`) or a GPU AMI type.
-
-    Instance types first: when they show a GPU, an ``amiType`` not known yet (a custom
-    AMI in the launch template leaves it to AWS) does not stop the check.
-    """
-    return any(is_gpu_instance_type(t) for t in props.get("instanceTypes") or []) or is_gpu_ami_type(
-        props.get("amiType")
-    )
 
 
 def pod_spec_of(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -107,15 +72,17 @@ def _selects(pod: Mapping[str, Any], placement: Placement) -> bool:
     )
 
 
+def _tolerates_gpu_taint(pod: Mapping[str, Any], placement: Placement) -> bool:
+    return any(tolerates(t, placement.node_taint()) for t in pod.get("tolerations") or [])
+
+
 def gpu_workload_placement(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
     """Mandatory: a workload asking for GPUs tolerates the GPU taint and selects GPU nodes."""
-    if resource_type not in WORKLOAD_TYPES:
-        return []
-    pod = pod_spec_of(resource_type, props)
+    pod = pod_spec_of(resource_type, props) if resource_type in WORKLOAD_TYPES else None
     if not pod or gpu_limit(pod) == 0:
         return []
     problems = []
-    if not any(tolerates(t, placement.node_taint()) for t in pod.get("tolerations") or []):
+    if not _tolerates_gpu_taint(pod, placement):
         problems.append(
             f"requests nvidia.com/gpu but does not tolerate the GPU taint: add the toleration {placement.toleration()} (or use infra.GpuDeployment / place_pod_spec)"
         )
@@ -133,9 +100,7 @@ def gpu_toleration_without_gpu(
     if resource_type not in WORKLOAD_TYPES or resource_type.endswith(":DaemonSet"):
         return []
     pod = pod_spec_of(resource_type, props) or {}
-    if gpu_limit(pod) == 0 and any(
-        tolerates(t, placement.node_taint()) for t in pod.get("tolerations") or []
-    ):
+    if gpu_limit(pod) == 0 and _tolerates_gpu_taint(pod, placement):
         return [
             "tolerates the GPU taint but requests no nvidia.com/gpu: remove the toleration or request a GPU, so GPU nodes stay for GPU work"
         ]
@@ -193,11 +158,8 @@ def security_baseline(resource_type: str, props: Mapping[str, Any], placement: P
 
 
 def _landing_messages(resources: Resources, placement: Placement, kind: str) -> list[tuple[str, str]]:
-    return [
-        (landing.agent.resource, f"{landing.agent.name} {message}")
-        for landing in landings(resources, placement)
-        for message in getattr(landing, kind)
-    ]
+    found = landings(resources, placement)
+    return [(x.agent.resource, f"{x.agent.name} {message}") for x in found for message in getattr(x, kind)]
 
 
 def gpu_agents_on_gpu_pools(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
@@ -222,9 +184,8 @@ class RuleSpec:
     stack: bool = False
     """True: the rule takes the whole stack at once (``StackRule``)."""
     contract: bool = True
-    """True: its verdict depends on the placement contract, so the pack serves it as a
-    StackValidationPolicy that first reads the contract the stack declares; a per-resource
-    rule is then applied to every resource. False: a ResourceValidationPolicy."""
+    """True: its verdict depends on the placement contract, so the pack serves it as a stack policy
+    that reads the contract the stack declares first. False: a ResourceValidationPolicy."""
 
 
 RULES = (
@@ -277,37 +238,12 @@ def resource_key(resource_type: str, name: str) -> str:
 
 @dataclass(frozen=True)
 class Links:
-    """What the engine knows about a stack's resources beyond their properties (keys: :func:`resource_key`).
-
-    The pack fills it from pulumi_policy's ``PolicyResource.parent`` and ``.dependencies``,
-    the offline preview from its registrations; both are optional.
-    """
+    """The engine's parents (resource -> parent) and dependencies (resource -> those its inputs come
+    from, and ``depends_on``) of a stack's resources, named by :func:`resource_key`. The pack fills it
+    from pulumi_policy's ``PolicyResource``, the offline preview from its registrations."""
 
     parents: Mapping[str, str] = field(default_factory=dict)
-    """resource -> its parent."""
     dependencies: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    """resource -> the resources it depends on (those its inputs come from, and ``depends_on``)."""
-
-
-class Overlay(Mapping[str, Any]):
-    """``props`` with some keys given other values; every other key is read through.
-
-    Read through, so pulumi_policy's proxy stays in charge of the rest: a value not
-    known yet still raises when a rule reads it.
-    """
-
-    def __init__(self, props: Mapping[str, Any], overrides: Mapping[str, Any]) -> None:
-        self._props, self._overrides = props, overrides
-
-    def __getitem__(self, key: str) -> Any:
-        return self._overrides[key] if key in self._overrides else self._props[key]
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self._overrides
-        yield from (k for k in self._props if k not in self._overrides)
-
-    def __len__(self) -> int:
-        return len(set(self._props) | set(self._overrides))
 
 
 def _launch_template(
@@ -345,28 +281,26 @@ def node_group_overrides(resources: Resources, links: Links | None = None) -> di
         key = resource_key(typ, name)
         if typ != NODE_GROUP or props.get("instanceTypes"):
             continue
-        template = _launch_template(key, props, templates, links)
-        instance_type = (template or {}).get("instanceType")
+        instance_type = (_launch_template(key, props, templates, links) or {}).get("instanceType")
         if isinstance(instance_type, str) and instance_type:
             overrides[key] = {"instanceTypes": [instance_type]}
     return overrides
 
 
-def _effective(
-    typ: str, name: str, props: Mapping[str, Any], overrides: Mapping[str, Any]
-) -> Mapping[str, Any]:
-    key = resource_key(typ, name)
-    return Overlay(props, overrides[key]) if key in overrides else props
+def _effective(resources: Resources, overrides: Mapping[str, Mapping[str, Any]]) -> Resources:
+    """Each resource with its overrides read first and every other key read through.
+
+    Read through, so pulumi_policy's proxy stays in charge of the rest: a value not
+    known yet still raises when a rule reads it.
+    """
+    return [
+        (t, n, ChainMap(overrides[resource_key(t, n)], p) if resource_key(t, n) in overrides else p)
+        for t, n, p in resources
+    ]
 
 
-def _valid(key: Any, value: Any) -> Placement | None:
-    try:
-        return Placement(key=key, value=value)
-    except PlacementError:
-        return None
-
-
-def _distinct(found: list[Placement | None]) -> tuple[Placement, ...]:
+def _distinct(found: Sequence[Placement | None]) -> tuple[Placement, ...]:
+    """The contracts found, each ``key=value`` once (the first one)."""
     seen: dict[tuple[str, str], Placement] = {}
     for placement in found:
         if placement is not None:
@@ -374,67 +308,28 @@ def _distinct(found: list[Placement | None]) -> tuple[Placement, ...]:
     return tuple(seen.values())
 
 
-def _exported(resources: Resources) -> tuple[Placement, ...]:
-    """The stack's own ``placement`` output (the platform exports its contract so)."""
-    found = []
-    for typ, _, props in resources:
-        raw = props.get("placement") if typ == STACK else None
-        if raw is None:
-            continue
-        try:
-            found.append(Placement.from_dict(raw))
-        except PlacementError:
-            # An output of that name that is no contract (a pool name, a string): not a
-            # declaration. Raising here would fail the whole analysis (the SDK's AnalyzeStack
-            # catches only unknown values), so the stack is judged by its other evidence.
-            continue
-    return _distinct(found)
+def _contract(make: Callable[..., Placement], *args: Any) -> Placement | None:
+    """The contract ``make(*args)`` builds; None if it is none (a ``placement`` output holding a pool name).
 
-
-def _carried_by_gpu_node_groups(
-    resources: Resources, overrides: Mapping[str, Mapping[str, Any]]
-) -> tuple[Placement, ...]:
-    """Each ``key=value`` a GPU node group is both tainted (NO_SCHEDULE) and labelled with."""
-    no_schedule = K8S_TO_EKS_EFFECT[GPU_TAINT_EFFECT]
-    found = []
-    for typ, name, props in resources:
-        if typ != NODE_GROUP or not is_gpu_node_group(_effective(typ, name, props, overrides)):
-            continue
-        labels = props.get("labels") or {}
-        found += [
-            _valid(t.get("key"), t.get("value"))
-            for t in props.get("taints") or []
-            if t.get("effect") == no_schedule
-            and t.get("key") in labels
-            and labels[t["key"]] == t.get("value")
-        ]
-    return _distinct(found)
-
-
-def _placed_by_gpu_components(resources: Resources, links: Links) -> tuple[Placement, ...]:
-    """The contract ``GpuDeployment``/``GpuJob`` placed their pods with: a NoSchedule toleration it also selects.
-
-    ``place_pod_spec`` adds exactly that pair, from the ``placement`` the component
-    was given (in a consumer, the platform's exported one). The component itself
-    registers no inputs the engine could show, so its pods are where the contract is.
+    That is no declaration, and raising would fail the whole analysis (the SDK's
+    AnalyzeStack catches only unknown values).
     """
-    found = []
-    for typ, name, props in resources:
-        parent = links.parents.get(resource_key(typ, name), "")
-        if typ not in WORKLOAD_TYPES or parent.split(" ", 1)[0] not in GPU_COMPONENTS:
-            continue
-        pod = pod_spec_of(typ, props) or {}
-        selector = pod.get("nodeSelector") or {}
-        found += [
-            _valid(t.get("key"), t.get("value"))
-            for t in pod.get("tolerations") or []
-            if t.get("operator") == "Equal"
-            and t.get("effect") == GPU_TAINT_EFFECT
-            and t.get("key") != POOL_LABEL
-            and t.get("key") in selector
-            and selector[t["key"]] == t.get("value")
-        ]
-    return _distinct(found)
+    try:
+        return make(*args)
+    except PlacementError:
+        return None
+
+
+def _paired(items: Any, labels: Mapping[str, Any], effect: str) -> list[Placement | None]:
+    """Each taint or toleration of ``effect`` whose ``key=value`` is also in ``labels``, as a contract."""
+    return [
+        _contract(Placement, i.get("key"), i.get("value"))
+        for i in items or []
+        if i.get("operator", "Equal") == "Equal"
+        and i.get("effect") == effect
+        and i.get("key") in labels
+        and labels[i["key"]] == i.get("value")
+    ]
 
 
 def declared_contracts(resources: Resources, links: Links | None = None) -> tuple[Placement, ...]:
@@ -443,15 +338,33 @@ def declared_contracts(resources: Resources, links: Links | None = None) -> tupl
 
     Properties are plain data here (unknowns as None). Every contract of the first level
     that shows one is returned; a resource following one of them follows the stack's.
+    ``GpuDeployment``/``GpuJob`` register no inputs the engine could show, but
+    ``place_pod_spec`` gives their pods exactly that toleration and selector.
     """
     links = links or Links()
-    for found in (
-        _exported(resources),
-        _carried_by_gpu_node_groups(resources, node_group_overrides(resources, links)),
-        _placed_by_gpu_components(resources, links),
-    ):
-        if found:
-            return found
+    effective = _effective(resources, node_group_overrides(resources, links))
+    exported = [
+        _contract(Placement.from_dict, p["placement"])
+        for t, _, p in resources
+        if t == STACK and p.get("placement") is not None
+    ]
+    carried = [
+        contract
+        for t, _, p in effective
+        if t == NODE_GROUP and is_gpu_node_group(p)
+        for contract in _paired(p.get("taints"), p.get("labels") or {}, K8S_TO_EKS_EFFECT[GPU_TAINT_EFFECT])
+    ]
+    placed = []
+    for t, n, p in resources:
+        if (
+            t in WORKLOAD_TYPES
+            and links.parents.get(resource_key(t, n), "").split(" ", 1)[0] in GPU_COMPONENTS
+        ):
+            pod = pod_spec_of(t, p) or {}
+            placed += _paired(pod.get("tolerations"), pod.get("nodeSelector") or {}, GPU_TAINT_EFFECT)
+    for found in (exported, carried, placed):
+        if contracts := _distinct(found):
+            return contracts
     return (DEFAULT_PLACEMENT,)
 
 
@@ -485,29 +398,26 @@ def _under_any(contracts: Sequence[Placement], judge: Callable[[Placement], list
     return first or []
 
 
-def resource_violations(
+def violations(
     spec: RuleSpec, resources: Resources, view: StackView, skip: tuple[type[Exception], ...] = ()
 ) -> list[tuple[str, str]]:
-    """A per-resource rule over every resource, judged by the stack's contract: (resource key, message).
+    """A rule judged by the stack's contract, node groups as EKS will see them: (resource key, message).
 
-    ``skip``: errors that leave a resource unjudged (the pack passes pulumi_policy's
-    UnknownValueError: a field not known during preview is no violation yet).
+    A per-resource rule runs over every resource; ``skip``: errors that leave a resource
+    unjudged (the pack passes pulumi_policy's UnknownValueError: a field not known during
+    preview is no violation yet).
     """
+    effective = _effective(resources, view.overrides)
+    if spec.stack:
+        return _under_any(view.contracts, lambda c: spec.rule(effective, c))  # type: ignore[call-arg]
     found = []
-    for typ, name, props in resources:
-        effective = _effective(typ, name, props, view.overrides)
+    for typ, name, props in effective:
         try:
-            messages = _under_any(view.contracts, lambda c: spec.rule(typ, effective, c))  # noqa: B023
+            messages = _under_any(view.contracts, lambda c: spec.rule(typ, props, c))  # noqa: B023
         except skip:
             continue
         found += [(resource_key(typ, name), message) for message in messages]
     return found
-
-
-def stack_violations(spec: RuleSpec, resources: Resources, view: StackView) -> list[tuple[str, str]]:
-    """A stack rule, judged by the stack's contract, node groups as EKS will see them."""
-    effective = [(t, n, _effective(t, n, p, view.overrides)) for t, n, p in resources]
-    return _under_any(view.contracts, lambda c: spec.rule(effective, c))  # type: ignore[call-arg]
 
 
 @dataclass(frozen=True)
@@ -531,16 +441,9 @@ def check(
     """
     enforcement = levels(config)
     view = stack_view(resources, links, placement)
-    found = []
-    for spec in RULES:
-        if enforcement[spec.name] == "disabled":
-            continue
-        judged = (
-            stack_violations(spec, resources, view)
-            if spec.stack
-            else resource_violations(spec, resources, view)
-        )
-        found += [
-            Violation(spec.name, enforcement[spec.name], resource, message) for resource, message in judged
-        ]
-    return found
+    return [
+        Violation(spec.name, enforcement[spec.name], resource, message)
+        for spec in RULES
+        if enforcement[spec.name] != "disabled"
+        for resource, message in violations(spec, resources, view)
+    ]
