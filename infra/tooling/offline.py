@@ -1,10 +1,9 @@
 """Run a Pulumi program on Pulumi's own mock engine and record what it would ask for.
 
-This is the offline half of ``pulumi preview``: every resource registration
-with its parent, provider and exact inputs (as the provider would receive them),
-and the stack outputs. The unit tests and ``python -m infra.tooling.preview`` both use
-it. Values a cloud would compute (ARNs, IDs) come back as ``computed(...)``
-placeholders, which is all a preview can know of them too.
+The offline half of ``pulumi preview``, used by the tests and ``python -m infra.tooling.preview``:
+every registration with its parent, provider, options and exact inputs (as the provider would
+receive them), and the stack outputs. Values only a cloud can tell (ARNs, IDs) come back as
+``computed(...)`` placeholders, which is all a preview can know of them too.
 """
 
 from __future__ import annotations
@@ -12,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import runpy
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +21,18 @@ from unittest import mock
 
 import pulumi
 import pulumi.runtime
+import yaml
 
-# set_mocks takes a MockMonitor (its public ``monitor=`` parameter); only the monitor sees
+# set_mocks takes a MockMonitor (its public ``monitor=`` parameter): only the monitor sees
 # parents, providers and options, which MockResourceArgs leaves out.
 from pulumi.runtime.mocks import MockMonitor
+
+from infra.tooling.manifests import manifest_of
+
+PLATFORM_ROOT = Path(__file__).resolve().parents[2]
+# Remote components' outputs are not their inputs (awsx's natGateways input is a config object,
+# its output the gateways): they get only what they compute.
+REMOTE_COMPONENTS = frozenset({"awsx:ec2:Vpc", "eks:index:Cluster"})
 
 
 def computed(resource: str, prop: str) -> str:
@@ -36,12 +45,6 @@ def _arn(service: str, kind: str, name: str) -> str:
     return f"arn:aws:{service}:{region}:123456789012:{kind}/{name}"
 
 
-REMOTE_COMPONENTS = frozenset({"awsx:ec2:Vpc", "eks:index:Cluster"})
-
-
-PLATFORM_ROOT = Path(__file__).resolve().parents[2]
-
-
 def platform_contract(stack: str) -> dict[str, Any] | None:
     """The placement this repository's platform exports for ``stack`` (pools included), or None."""
     if not (PLATFORM_ROOT / f"Pulumi.{stack}.yaml").is_file():
@@ -49,8 +52,7 @@ def platform_contract(stack: str) -> dict[str, Any] | None:
     from infra.platform.config import load
 
     project, config = load_project(PLATFORM_ROOT, stack)
-    prefix = f"{project}:"
-    raw = {k.removeprefix(prefix): v for k, v in config.items() if k.startswith(prefix)}
+    raw = {k.removeprefix(f"{project}:"): v for k, v in config.items() if k.startswith(f"{project}:")}
     settings = load(raw, region=config.get("aws:region"), default_cluster_name=f"{project}-{stack}")
     return settings.contract.to_dict()
 
@@ -58,61 +60,35 @@ def platform_contract(stack: str) -> dict[str, Any] | None:
 def platform_outputs(stack: str) -> dict[str, Any]:
     """What a platform stack exports (see ``__main__.py``), as a consumer reads it back.
 
-    ``stack`` is the StackReference name (``org/project/stack``); when it names this
-    repository's platform project and that stack file exists, the contract is the one
-    its config really exports (pools included), so a consumer's preview sees what
-    ``pulumi up`` of the platform would give it.
+    When ``stack`` (``org/project/stack``) names this repository's platform project and that
+    stack file exists, the placement is the one its config really exports, pools included.
     """
     from infra.workloads.placement import DEFAULT_PLACEMENT
 
     parts = stack.split("/")
-    placement = None
-    if (
-        len(parts) >= 2
-        and (PLATFORM_ROOT / "Pulumi.yaml").is_file()
-        and parts[-2] == load_project_name(PLATFORM_ROOT)
-    ):
-        placement = platform_contract(parts[-1])
+    ours = len(parts) >= 2 and (PLATFORM_ROOT / "Pulumi.yaml").is_file()
+    placement = (
+        platform_contract(parts[-1]) if ours and parts[-2] == load_project_name(PLATFORM_ROOT) else None
+    )
     return {
         "kubeconfig": computed(stack, "kubeconfig"),
         "placement": placement or DEFAULT_PLACEMENT.to_dict(),
     }
 
 
-# Outputs the cloud adds to a resource beyond its inputs, by type token: what the
-# program reads back from resources it declared.
 def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """What the cloud adds to a resource beyond its inputs: what a program reads back."""
+    named = inputs.get("name", name)
     if typ == "eks:index:Cluster":
-        cluster_name = inputs.get("name", name)
-        kubeconfig = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": cluster_name, "cluster": {"server": computed(name, "endpoint")}}],
-            "contexts": [{"name": "aws", "context": {"cluster": cluster_name, "user": "aws"}}],
-            "current-context": "aws",
-            "users": [
-                {
-                    "name": "aws",
-                    "user": {
-                        "exec": {
-                            "apiVersion": "client.authentication.k8s.io/v1beta1",
-                            "command": "aws",
-                            "args": ["eks", "get-token", "--cluster-name", cluster_name],
-                        }
-                    },
-                }
-            ],
-        }
-        return {"kubeconfig": kubeconfig, "kubeconfigJson": json.dumps(kubeconfig)}
+        return {p: computed(name, p) for p in ("kubeconfig", "kubeconfigJson")}
     if typ == "pulumi:pulumi:StackReference":
-        return {"outputs": platform_outputs(inputs.get("name", name))}
+        return {"outputs": platform_outputs(named)}
     if typ == "awsx:ec2:Vpc":
-        azs = 3
-        return {
-            "vpcId": computed(name, "vpcId"),
-            "privateSubnetIds": [computed(name, f"privateSubnetIds[{i}]") for i in range(azs)],
-            "publicSubnetIds": [computed(name, f"publicSubnetIds[{i}]") for i in range(azs)],
-        }
+        subnets = {
+            f"{k}SubnetIds": [computed(name, f"{k}SubnetIds[{i}]") for i in range(3)]
+            for k in ("private", "public")
+        }  # 3 AZs
+        return {"vpcId": computed(name, "vpcId"), **subnets}
     if typ == "aws:eks/nodeGroup:NodeGroup":
         return {
             "arn": _arn("eks", "nodegroup", name),
@@ -120,19 +96,17 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
             "resources": [{"autoscalingGroups": [{"name": computed(name, "autoscalingGroupName")}]}],
         }
     if typ == "aws:iam/role:Role":
-        return {"arn": _arn("iam", "role", inputs.get("name", name)), "name": inputs.get("name", name)}
+        return {"arn": _arn("iam", "role", named), "name": named}
     if typ == "aws:iam/policy:Policy":
-        return {"arn": _arn("iam", "policy", inputs.get("name", name))}
+        return {"arn": _arn("iam", "policy", named)}
     if typ == "aws:kms/key:Key":
         return {"arn": _arn("kms", "key", name), "keyId": computed(name, "keyId")}
     if typ == "aws:ec2/launchTemplate:LaunchTemplate":
-        return {"latestVersion": 1, "name": inputs.get("name", name)}
-    if typ.startswith("kubernetes:") and typ != "kubernetes:helm.sh/v3:Release":
-        metadata = dict(inputs.get("metadata") or {})
-        metadata.setdefault("name", name)
-        return {"metadata": metadata}
+        return {"latestVersion": 1, "name": named}
     if typ == "kubernetes:helm.sh/v3:Release":
-        return {"status": {"name": inputs.get("name", name), "namespace": inputs.get("namespace", "default")}}
+        return {"status": {"name": named, "namespace": inputs.get("namespace", "default")}}
+    if typ.startswith("kubernetes:"):
+        return {"metadata": manifest_of(typ, name, inputs)["metadata"]}  # Pulumi's auto-name included
     return {}
 
 
@@ -163,9 +137,8 @@ class Registration:
     dependencies: list[str] = field(default_factory=list)
     """URNs this resource waits for (depends_on and the resources its inputs come from)."""
     replace_on_changes: list[str] = field(default_factory=list)
-    """Property paths whose change replaces the resource (``replace_on_changes``)."""
     delete_before_replace: bool | None = None
-    """``delete_before_replace`` as the program set it; None when it left it to the provider."""
+    """As the program set it; None when it left it to the provider."""
     custom_timeouts: tuple[str, str, str] = ("", "", "")
     """(create, update, delete) the program asked for; "" where it asked for none."""
 
@@ -191,113 +164,6 @@ class Run:
         return [r for r in self.resources if r.parent == parent.urn]
 
 
-class _Mocks(pulumi.runtime.Mocks):
-    def __init__(self) -> None:
-        self.outputs: dict[tuple[str, str], dict[str, Any]] = {}
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        computed_state = _computed_outputs(args.typ, args.name, args.inputs)
-        # Remote components' outputs are not their inputs (awsx's natGateways input is a
-        # config object, its output the gateways): give them only what they compute.
-        state = computed_state if args.typ in REMOTE_COMPONENTS else {**args.inputs, **computed_state}
-        self.outputs[(args.typ, args.name)] = state
-        return f"{args.name}-id", state
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        return _call(args.token, args.args)
-
-
-class _Monitor(MockMonitor):
-    """The SDK's mock monitor, keeping what it otherwise throws away: parents, providers, protect."""
-
-    def __init__(self, mocks: _Mocks) -> None:
-        super().__init__(mocks)
-        self.registrations: list[Registration] = []
-        self._urns: set[str] = set()
-
-    def RegisterResource(self, request: Any) -> Any:
-        response = super().RegisterResource(request)
-        if request.type == "pulumi:pulumi:Stack":
-            return response
-        if response.urn in self._urns:
-            # The engine refuses two resources with one URN; so does this.
-            raise ValueError(f"duplicate resource URN {response.urn}: give each resource a unique name")
-        self._urns.add(response.urn)
-        self.registrations.append(
-            Registration(
-                urn=response.urn,
-                type=request.type,
-                name=request.name,
-                parent=request.parent,
-                custom=bool(request.custom),
-                provider=request.provider,
-                protect=bool(request.protect),
-                inputs=_numbers(pulumi.runtime.rpc.deserialize_properties(request.object)),
-                ignore_changes=list(request.ignoreChanges),
-                dependencies=list(request.dependencies),
-                replace_on_changes=list(request.replaceOnChanges),
-                delete_before_replace=(
-                    bool(request.deleteBeforeReplace) if request.deleteBeforeReplaceDefined else None
-                ),
-                custom_timeouts=(
-                    request.customTimeouts.create,
-                    request.customTimeouts.update,
-                    request.customTimeouts.delete,
-                ),
-            )
-        )
-        return response
-
-
-def run_program(
-    program: Callable[[], Any],
-    *,
-    project: str = "project",
-    stack: str = "stack",
-    config: Mapping[str, Any] | None = None,
-    preview: bool = False,
-    secret_keys: Sequence[str] = (),
-) -> Run:
-    """Run ``program`` (a function declaring resources) and return every registration.
-
-    ``config`` maps ``namespace:key`` to values, as ``Pulumi.<stack>.yaml`` does;
-    non-string values are passed as JSON, the way the CLI passes objects.
-    """
-    mocks = _Mocks()
-    monitor = _Monitor(mocks)
-    # A fresh root Stack per run, so one program's exports never show up in the next.
-    pulumi.runtime.reset_options(project=project, stack=stack, preview=preview)
-    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
-    # Config as the engine passes it: PULUMI_CONFIG / PULUMI_CONFIG_SECRET_KEYS in the environment,
-    # which the language host also loads into the SDK (pulumi-language-python-exec does both).
-    values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()}
-    env = {"PULUMI_CONFIG": json.dumps(values), "PULUMI_CONFIG_SECRET_KEYS": json.dumps(list(secret_keys))}
-    pulumi.runtime.set_all_config(values, list(secret_keys))
-
-    stack_outputs: dict[str, Any] = {}
-
-    async def _collect_exports() -> None:
-        # pulumi.export() keeps outputs on the root Stack; the mock engine never
-        # registers them, so resolve them here, secrets marked as such.
-        root = pulumi.runtime.get_root_resource()
-        for key, value in dict(getattr(root, "outputs", {}) or {}).items():
-            output = pulumi.Output.from_input(value)
-            resolved = await output.future(with_unknowns=True)
-            secret = await output.is_secret()
-            stack_outputs[key] = Secret(resolved) if secret else resolved
-
-    @pulumi.runtime.test
-    def _run() -> Any:
-        program()
-        return asyncio.ensure_future(_collect_exports())
-
-    with mock.patch.dict(os.environ, env):
-        _run()
-    for registration in monitor.registrations:
-        registration.outputs = _numbers(mocks.outputs.get((registration.type, registration.name), {}))
-    return Run(resources=monitor.registrations, stack_outputs=_numbers(stack_outputs))
-
-
 @dataclass(frozen=True)
 class Secret:
     """A stack output the engine would keep encrypted; shown masked by the preview."""
@@ -319,35 +185,118 @@ def _numbers(value: Any) -> Any:
     return value
 
 
+class _Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        state = _computed_outputs(args.typ, args.name, args.inputs)
+        return f"{args.name}-id", state if args.typ in REMOTE_COMPONENTS else {**args.inputs, **state}
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        return _call(args.token, args.args)
+
+
+class _Monitor(MockMonitor):
+    """The SDK's mock monitor, keeping what it otherwise throws away: parents, providers, options."""
+
+    def __init__(self) -> None:
+        super().__init__(_Mocks())
+        self.registrations: list[Registration] = []
+
+    def RegisterResource(self, request: Any) -> Any:
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if urn in self.resources:  # the engine refuses two resources with one URN; so does this
+            raise ValueError(f"duplicate resource URN {urn}: give each resource a unique name")
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            timeouts = request.customTimeouts
+            self.registrations.append(
+                Registration(
+                    urn=urn,
+                    type=request.type,
+                    name=request.name,
+                    parent=request.parent,
+                    custom=request.custom,
+                    provider=request.provider,
+                    protect=request.protect,
+                    inputs=_numbers(pulumi.runtime.rpc.deserialize_properties(request.object)),
+                    ignore_changes=list(request.ignoreChanges),
+                    outputs=_numbers(self.resources[urn].state),
+                    dependencies=list(request.dependencies),
+                    replace_on_changes=list(request.replaceOnChanges),
+                    delete_before_replace=(
+                        request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None
+                    ),
+                    custom_timeouts=(timeouts.create, timeouts.update, timeouts.delete),
+                )
+            )
+        return response
+
+
+def run_program(
+    program: Callable[[], Any],
+    *,
+    project: str = "project",
+    stack: str = "stack",
+    config: Mapping[str, Any] | None = None,
+    preview: bool = False,
+    secret_keys: Sequence[str] = (),
+) -> Run:
+    """Run ``program`` (a function declaring resources) and return every registration.
+
+    ``config`` maps ``namespace:key`` to values, as ``Pulumi.<stack>.yaml`` does;
+    non-string values are passed as JSON, the way the CLI passes objects.
+    """
+    monitor = _Monitor()
+    # A fresh root Stack per run, so one program's exports never show up in the next.
+    pulumi.runtime.reset_options(project=project, stack=stack, preview=preview)
+    pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    # Config as the engine passes it: PULUMI_CONFIG / PULUMI_CONFIG_SECRET_KEYS in the environment,
+    # which the language host also loads into the SDK (pulumi-language-python-exec does both).
+    values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in (config or {}).items()}
+    env = {"PULUMI_CONFIG": json.dumps(values), "PULUMI_CONFIG_SECRET_KEYS": json.dumps(list(secret_keys))}
+    pulumi.runtime.set_all_config(values, list(secret_keys))
+    stack_outputs: dict[str, Any] = {}
+
+    async def _collect_exports() -> None:
+        # pulumi.export() keeps outputs on the root Stack, which the mock engine never registers.
+        for key, value in pulumi.runtime.get_root_resource().outputs.items():
+            output = pulumi.Output.from_input(value)
+            resolved = await output.future(with_unknowns=True)
+            stack_outputs[key] = Secret(resolved) if await output.is_secret() else resolved
+
+    @pulumi.runtime.test
+    def _run() -> Any:
+        program()
+        return asyncio.ensure_future(_collect_exports())
+
+    with mock.patch.dict(os.environ, env):
+        _run()
+    return Run(resources=monitor.registrations, stack_outputs=_numbers(stack_outputs))
+
+
 class ProjectError(ValueError):
     """A Pulumi project or stack file that cannot be read."""
 
 
 def load_project_name(project_dir: str | Path) -> str:
-    import yaml
-
     return yaml.safe_load((Path(project_dir) / "Pulumi.yaml").read_text())["name"]
 
 
 def load_project(project_dir: str | Path, stack: str) -> tuple[str, dict[str, Any]]:
     """The project name and the stack's config (``Pulumi.<stack>.yaml``), as the CLI would pass them."""
-    import yaml
-
     directory = Path(project_dir)
-    project_file = directory / "Pulumi.yaml"
-    if not project_file.is_file():
+    if not (directory / "Pulumi.yaml").is_file():
         raise ProjectError(f"{directory} is not a Pulumi project: no Pulumi.yaml")
     project = load_project_name(directory)
     stack_file = directory / f"Pulumi.{stack}.yaml"
     if not stack_file.is_file():
         raise ProjectError(f"no stack {stack!r} in {directory}: {stack_file.name} is missing")
-    raw = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
     config: dict[str, Any] = {}
-    for key, value in raw.items():
-        full = key if ":" in key else f"{project}:{key}"
+    for key, value in ((yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}).items():
         if isinstance(value, dict) and "secure" in value:
             value = "[secret]"  # encrypted with the stack's key; only the CLI can read it
-        config[full] = value if isinstance(value, str) else json.dumps(value)
+        config[key if ":" in key else f"{project}:{key}"] = (
+            value if isinstance(value, str) else json.dumps(value)
+        )
     return project, config
 
 
@@ -355,9 +304,6 @@ def run_project(
     project_dir: str | Path, stack: str, *, preview: bool = True, secret_keys: Sequence[str] = ()
 ) -> Run:
     """Run a project's ``__main__.py`` with its stack config, as ``pulumi preview`` would."""
-    import runpy
-    import sys
-
     directory = Path(project_dir).resolve()
     project, config = load_project(directory, stack)
     sys.path.insert(0, str(directory))
