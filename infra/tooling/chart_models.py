@@ -34,16 +34,12 @@ class ChartUnavailable(RuntimeError):
 
 def _charts() -> ModuleType:
     """``localcluster.charts``, from the repository: the policy pack runs in policy/, off sys.path."""
+    if str(REPO) not in sys.path:
+        sys.path.append(str(REPO))
     try:
         from localcluster import charts
-    except ImportError:
-        sys.path.append(str(REPO))
-        try:
-            from localcluster import charts
-        except ImportError as error:
-            raise ChartUnavailable(
-                f"the repository's localcluster/ is needed to render it ({error})"
-            ) from None
+    except ImportError as error:
+        raise ChartUnavailable(f"the repository's localcluster/ is needed to render it ({error})") from None
     return charts
 
 
@@ -225,9 +221,12 @@ def helm_merge(base: Any, override: Any) -> Any:
 def _pod(
     component: Mapping[str, Any], tolerations: Any, selector: Mapping[str, str] = LINUX
 ) -> dict[str, Any]:
-    pod: dict[str, Any] = {"containers": [{"name": "agent"}], "nodeSelector": {**selector}}
-    pod["nodeSelector"].update(component.get("nodeSelector") or {})
-    pod.update({"affinity": component.get("affinity"), "tolerations": tolerations})
+    pod = {
+        "containers": [{"name": "agent"}],
+        "nodeSelector": {**selector, **(component.get("nodeSelector") or {})},
+        "affinity": component.get("affinity"),
+        "tolerations": tolerations,
+    }
     return copy.deepcopy({k: v for k, v in pod.items() if v})
 
 
@@ -240,18 +239,15 @@ def cloudwatch_pods(configuration: Mapping[str, Any]) -> dict[str, dict[str, Any
     values = helm_merge(CLOUDWATCH_DEFAULTS, configuration)
     pods = {}
     for ds, path in CLOUDWATCH_DAEMONSETS.items():
-        if path[0] != "agent" and not values[path[0]].get("enabled"):
-            continue
         component = functools.reduce(lambda v, k: v.get(k) or {}, path, values)
-        own = component.get("tolerations")
-        pods[ds] = _pod(component, values.get("tolerations") if own is None else own, {})
+        if path[0] == "agent" or values[path[0]].get("enabled"):
+            own = component.get("tolerations")
+            pods[ds] = _pod(component, values.get("tolerations") if own is None else own, {})
     return pods
 
 
 def node_monitoring_pods(configuration: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """nodeAgent and dcgmAgent pods; both templates add ``kubernetes.io/os: linux`` to the nodeSelector."""
     values = helm_merge(NODE_MONITORING_DEFAULTS, configuration)
-    return {
-        "eks-node-monitoring-agent": _pod(values["nodeAgent"], values["nodeAgent"].get("tolerations")),
-        "dcgm-server (node monitoring)": _pod(values["dcgmAgent"], values["dcgmAgent"].get("tolerations")),
-    }
+    agents = {"eks-node-monitoring-agent": "nodeAgent", "dcgm-server (node monitoring)": "dcgmAgent"}
+    return {ds: _pod(values[key], values[key].get("tolerations")) for ds, key in agents.items()}

@@ -2,9 +2,9 @@
 
 Pure: reads the node groups' inputs and the price table of ``infra.platform.instance_types``.
 A group at its minimum is priced with its cheapest listed type and at its maximum with its
-dearest, so the two figures bound what the autoscaler can run (Spot is priced at the
-on-demand rate, an upper bound). Nodes only: no EBS, NAT, EKS fee or CloudWatch. A type
-without a price is shown as "no price", and every total that would need it says it is partial.
+dearest, so the two figures bound what the autoscaler can run (Spot at the on-demand rate,
+an upper bound). Nodes only: no EBS, NAT, EKS fee or CloudWatch. A type without a price is
+shown as "no price", and every total that would need it says it is partial.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ PRICE_REGION = "us-east-1"
 PRICES: Mapping[str, float | None] = {
     t.name: t.usd_per_hour for t in (*ARM_NVIDIA.values(), *ARM_SYSTEM.values())
 }
+BOUNDS = ("min_usd_per_hour", "max_usd_per_hour")
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,6 @@ class CostReport:
     groups: tuple[GroupCost, ...]
     unpriced: tuple[str, ...]
     """Instance types the totals leave out for want of a price: the totals are partial if any."""
-    source: str = PRICES_SOURCE
 
     @property
     def partial(self) -> bool:
@@ -89,48 +89,38 @@ def stack_cost(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> CostR
 
 
 def _money(per_hour: float | None, missing: str = "") -> str:
-    return (
-        f"no price{missing}"
-        if per_hour is None
-        else f"${per_hour:,.3f}/h ${per_hour * HOURS_PER_MONTH:,.2f}/month"
-    )
-
-
-def region_note(region: str | None = None) -> str:
-    """Whose prices these are: the table's region is rarely the stack's, and EC2 prices differ by region."""
-    if region == PRICE_REGION:
-        return f"  prices are {PRICE_REGION} on-demand rates, the region this stack runs in"
-    where = (
-        f"this stack runs in {region}" if region else "the stack's region may differ (dev runs in us-west-2)"
-    )
-    return f"  prices are {PRICE_REGION} on-demand rates; {where}, where the same instances may cost more or less"
+    if per_hour is None:
+        return f"no price{missing}"
+    return f"${per_hour:,.3f}/h ${per_hour * HOURS_PER_MONTH:,.2f}/month"
 
 
 def lines(report: CostReport, region: str | None = None) -> list[str]:
     """The preview's cost section; ``region`` is the stack's, when the caller knows it."""
     rows = [["node group", "types", "nodes", "at minimum", "at maximum"]]
     for g in report.groups:
-        missing = f" (no price: {', '.join(g.unpriced)})"
         spot = " SPOT at on-demand price" if g.capacity_type == "SPOT" else ""
         sizes = f"{g.min_size}..{g.max_size}"
-        low, high = _money(g.min_usd_per_hour, missing), _money(g.max_usd_per_hour, missing)
-        rows.append([g.name, ",".join(g.instance_types) + spot, sizes, low, high])
-    partial = [
-        " (partial)" if any(getattr(g, f) is None for g in report.groups) else ""
-        for f in ("min_usd_per_hour", "max_usd_per_hour")
+        money = [_money(getattr(g, b), f" (no price: {', '.join(g.unpriced)})") for b in BOUNDS]
+        rows.append([g.name, ",".join(g.instance_types) + spot, sizes, *money])
+    partial = [any(getattr(g, b) is None for g in report.groups) for b in BOUNDS]
+    totals = [
+        _money(getattr(report, b)) + (" (partial)" if p else "") for b, p in zip(BOUNDS, partial, strict=True)
     ]
-    rows.append(
-        [
-            "total",
-            "",
-            "",
-            _money(report.min_usd_per_hour) + partial[0],
-            _money(report.max_usd_per_hour) + partial[1],
-        ]
-    )
+    rows.append(["total", "", "", *totals])
+    # The table's region is rarely the stack's, and EC2 prices differ by region.
+    rates = f"  prices are {PRICE_REGION} on-demand rates"
+    if region == PRICE_REGION:
+        note = f"{rates}, the region this stack runs in"
+    else:
+        where = (
+            f"this stack runs in {region}"
+            if region
+            else "the stack's region may differ (dev runs in us-west-2)"
+        )
+        note = f"{rates}; {where}, where the same instances may cost more or less"
     out = [
-        f"cost of the node groups ({report.source}; {HOURS_PER_MONTH} h/month; nodes only, no EBS/NAT/EKS fee):",
-        region_note(region),
+        f"cost of the node groups ({PRICES_SOURCE}; {HOURS_PER_MONTH} h/month; nodes only, no EBS/NAT/EKS fee):",
+        note,
         *aligned(rows),
     ]
     if report.partial:

@@ -21,7 +21,7 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -58,19 +58,15 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _runtime(project: Path) -> str:
-    """The project's language runtime (``runtime: python`` or ``runtime: {name: python, ...}``)."""
-    runtime = (yaml.safe_load((project / "Pulumi.yaml").read_text()) or {}).get("runtime")
-    return str(runtime.get("name") if isinstance(runtime, dict) else runtime)
-
-
 def _projects(stack: str, chosen: Sequence[str]) -> list[Path]:
     if chosen:
         return [Path(p).resolve() for p in chosen]
     candidates = [ROOT, *sorted(p.parent for p in (ROOT / "stacks").glob("*/Pulumi.yaml"))]
     found = []
     for project in (p for p in candidates if (p / f"Pulumi.{stack}.yaml").is_file()):
-        runtime = _runtime(project)
+        # ``runtime: python`` or ``runtime: {name: python, ...}``
+        runtime = (yaml.safe_load((project / "Pulumi.yaml").read_text()) or {}).get("runtime")
+        runtime = runtime.get("name") if isinstance(runtime, dict) else runtime
         if runtime == "python":
             found.append(project)
         else:  # e.g. stacks/inference-yaml: a Pulumi YAML program has no __main__.py to run here
@@ -78,14 +74,6 @@ def _projects(stack: str, chosen: Sequence[str]) -> list[Path]:
                 f"skipping {project.relative_to(ROOT)}: runtime {runtime}; the offline preview runs Python programs"
             )
     return found
-
-
-def _masked(registration: Registration) -> dict[str, Any]:
-    inputs = dict(registration.inputs)
-    for key in SECRET_INPUTS.get(registration.type, ()):
-        if key in inputs:
-            inputs[key] = "[secret]"
-    return inputs
 
 
 def nodes_of(run: Run) -> list[Node]:
@@ -204,55 +192,49 @@ def spot_notes(run: Run) -> list[str]:
     return notes
 
 
-def _secrets(value: Any, secret: Callable[[Secret], Any]) -> Any:
-    """``value`` with every Secret replaced by ``secret(it)``."""
+def _secrets(value: Any, reveal: bool = False) -> Any:
+    """``value`` with every Secret shown as ``[secret]``, or with ``reveal`` as its value (what a
+    policy sees of a stack output: pulumi_policy hands secrets over as their values)."""
     if isinstance(value, Secret):
-        return secret(value)
+        return _secrets(value.value, reveal) if reveal else "[secret]"
     if isinstance(value, dict):
-        return {k: _secrets(v, secret) for k, v in value.items()}
+        return {k: _secrets(v, reveal) for k, v in value.items()}
     if isinstance(value, list):
-        return [_secrets(v, secret) for v in value]
+        return [_secrets(v, reveal) for v in value]
     return value
 
 
-def _jsonable(value: Any) -> Any:
-    return _secrets(value, lambda _: "[secret]")
+def _shown(r: Registration) -> dict[str, Any]:
+    """A resource as resources.json shows it, a provider's credentials masked."""
+    secret = SECRET_INPUTS.get(r.type, ())
+    inputs = {k: "[secret]" if k in secret else v for k, v in r.inputs.items()}
+    return {"type": r.type, "name": r.name, "parent": r.parent, "protect": r.protect, "inputs": inputs}
 
 
-def _unsecret(value: Any) -> Any:
-    """What a policy sees of a stack output: pulumi_policy hands secrets over as their values."""
-    return _secrets(value, lambda s: _unsecret(s.value))
+def write_outputs(run: Run, out: Path, kubernetes_version: str) -> int:
+    """Write every Kubernetes object (schema-checked), each Helm release's values and resources.json.
 
-
-def write_outputs(run: Run, out: Path, kubernetes_version: str) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
+    Returns how many files it wrote.
+    """
+    files: dict[str, Any] = {}
     for r in run.resources:
         if is_manifest_type(r.type) and r.custom:
             manifest = manifest_of(r.type, r.name, r.inputs)
             validate_manifest(manifest, kubernetes_version)
-            namespace = manifest["metadata"].get(
-                "namespace", "cluster" if manifest["kind"] == "Namespace" else "default"
-            )
-            path = out / f"{manifest['kind'].lower()}-{namespace}-{manifest['metadata']['name']}.yaml"
-            path.write_text(yaml.safe_dump(manifest, sort_keys=False))
-            written.append(path)
+            kind, metadata = manifest["kind"], manifest["metadata"]
+            namespace = metadata.get("namespace", "cluster" if kind == "Namespace" else "default")
+            files[f"{kind.lower()}-{namespace}-{metadata['name']}.yaml"] = manifest
         elif r.type == HELM_RELEASE_TYPE:
-            path = out / f"helm-{r.name}.values.yaml"
-            path.write_text(yaml.safe_dump(r.inputs.get("values") or {}, sort_keys=False))
-            written.append(path)
-    resources = [
-        {"type": r.type, "name": r.name, "parent": r.parent, "protect": r.protect, "inputs": _masked(r)}
-        for r in run.resources
-    ]
-    path = out / "resources.json"
-    path.write_text(
-        json.dumps(
-            {"resources": resources, "outputs": _jsonable(run.stack_outputs)}, indent=2, sort_keys=True
-        )
+            files[f"helm-{r.name}.values.yaml"] = r.inputs.get("values") or {}
+    out.mkdir(parents=True, exist_ok=True)
+    for filename, content in files.items():
+        (out / filename).write_text(yaml.safe_dump(content, sort_keys=False))
+    resources = [_shown(r) for r in run.resources]
+    outputs = _secrets(run.stack_outputs)
+    (out / "resources.json").write_text(
+        json.dumps({"resources": resources, "outputs": outputs}, indent=2, sort_keys=True)
     )
-    written.append(path)
-    return written
+    return len(files) + 1
 
 
 def policy_input(project: str, stack: str, run: Run) -> tuple[list[tuple[str, str, Any]], Links]:
@@ -263,7 +245,7 @@ def policy_input(project: str, stack: str, run: Run) -> tuple[list[tuple[str, st
     a platform declares its contract), and their parents and dependencies.
     """
     key_of = {r.urn: resource_key(r.type, r.name) for r in run.resources}
-    root = (STACK, f"{project}-{stack}", _unsecret(run.stack_outputs))
+    root = (STACK, f"{project}-{stack}", _secrets(run.stack_outputs, reveal=True))
     links = Links(
         parents={key_of[r.urn]: key_of[r.parent] for r in run.resources if r.parent in key_of},
         dependencies={
@@ -309,8 +291,8 @@ def project_report(
     return blocks, sum(1 for v in violations if v.level == "mandatory")
 
 
-def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> int:
-    """Preview every project, one after the other; return the number of Kubernetes manifests written."""
+def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> None:
+    """Preview every project, one after the other; PreviewError if none, or on a mandatory violation."""
     chosen = _projects(stack, projects)
     if not chosen:
         raise PreviewError(f"no project has a Pulumi.{stack}.yaml; create one or pass --project")
@@ -321,7 +303,7 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> int:
     )
     placement = Placement.from_dict(platform_contract(stack))  # the contract with its pools
     nodes: list[Node] = []
-    count = mandatory = 0
+    mandatory = 0
     for index, project in enumerate(chosen, 1):
         shown = project.relative_to(ROOT) if project.is_relative_to(ROOT) else project
         _say(f"[{index}/{len(chosen)}] running {shown} (stack {stack}) on the mock engine ...")
@@ -334,13 +316,11 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> int:
         print("\n".join(blocks))
         mandatory += project_mandatory
         written = write_outputs(run, out / name, version)
-        count += sum(1 for p in written if not p.name.startswith(("helm-", "resources")))
-        print(f"\nwrote {len(written)} files to {out / name} (manifests valid for Kubernetes {version})")
+        print(f"\nwrote {written} files to {out / name} (manifests valid for Kubernetes {version})")
         if run.stack_outputs:
-            print("outputs: " + json.dumps(_jsonable(run.stack_outputs), sort_keys=True))
+            print("outputs: " + json.dumps(_secrets(run.stack_outputs), sort_keys=True))
     if mandatory:
         raise PreviewError(f"{mandatory} mandatory policy violation(s); each line above names the fix")
-    return count
 
 
 def main(argv: Sequence[str] | None = None) -> int:
