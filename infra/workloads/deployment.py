@@ -12,22 +12,15 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from pulumi_kubernetes.apps.v1 import DeploymentSpecArgs
+
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
 from infra.workloads.podspec import place_template, prepare
+from infra.workloads.sdk import input_type_py_to_pulumi_names
 from infra.workloads.values import PodSpecError, check_counts, check_spec_fields, known
 
-DEPLOYMENT_SPEC_FIELDS = frozenset(
-    {
-        "minReadySeconds",
-        "paused",
-        "progressDeadlineSeconds",
-        "replicas",
-        "revisionHistoryLimit",
-        "selector",
-        "strategy",
-        "template",
-    }
-)
+DEPLOYMENT_SPEC_FIELDS = frozenset(input_type_py_to_pulumi_names(DeploymentSpecArgs).values())
+"""The fields of ``kubernetes.apps.v1.Deployment``'s spec, as pulumi-kubernetes knows them."""
 
 COUNTS_READ = ("minReadySeconds", "replicas")
 """The counts this package computes with (the progress deadline, the PodDisruptionBudget): whole numbers."""
@@ -37,24 +30,11 @@ ROLLING_UPDATE_DEFAULTS: Mapping[str, Any] = {"maxSurge": 0, "maxUnavailable": 1
 # When the user forbids unavailability (maxUnavailable 0), the only way forward is one extra pod.
 ZERO_UNAVAILABLE_SURGE = 1
 PROGRESS_DEADLINE_SECONDS = 1800
-"""The Deployment's ``progressDeadlineSeconds`` unless you set one: the same 30 minutes Pulumi waits.
-
-The deadline does not decide ``pulumi up``: pulumi-kubernetes' Deployment await
-(``provider/pkg/await/deployment.go``, ``processDeploymentEvent``) logs a
-``Progressing=False`` condition such as ``ProgressDeadlineExceeded`` as a warning and
-keeps waiting until its own timeout, and the controller flips the condition back to
-``NewReplicaSetAvailable`` once the pods are available
-(``pkg/controller/deployment/progress.go``). It decides what everyone else says:
-``kubectl rollout status`` fails with "exceeded its progress deadline", GitOps health
-checks and alerts on the condition report a failed rollout. Kubernetes' default of
-600 s would have them (and a warning in ``pulumi up``) call a routine scale-up of the
-GPU group from zero plus a 10 GB image pull failed while it is on schedule; as long
-as Pulumi waits, they agree with Pulumi (``infra.workloads.component.DEPLOYMENT_TIMEOUT``).
-``GpuDeployment`` uses the longer of its create and update timeouts when you set them.
-"""
+"""``progressDeadlineSeconds`` unless you set one: as long as Pulumi waits (``component.DEPLOYMENT_TIMEOUT``),
+so ``kubectl rollout status`` and GitOps health checks do not call a scale-up from zero failed
+while Pulumi still waits (docs/components.md, the ``waits`` row)."""
 MIN_READY_MARGIN_SECONDS = 60
-"""Beyond ``minReadySeconds``: a ready pod makes no recorded progress until it is available,
-and the API requires ``progressDeadlineSeconds > minReadySeconds``."""
+"""Beyond ``minReadySeconds``, which the API requires the deadline to exceed."""
 
 
 def _is_zero(value: Any) -> bool:
@@ -66,22 +46,13 @@ def rolling_update(strategy: Any, defaults: bool = True) -> Any:
     """The rollout strategy with our defaults where the user left gaps (``defaults=False``: as given)."""
     if not defaults or not known(strategy) or not isinstance(strategy or {}, Mapping):
         return strategy
-    given = strategy
-    strategy = dict(strategy or {})
-    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
-        return given  # Recreate: the user chose it; nothing to default
-    user = strategy.get("rollingUpdate")
-    if not known(user):
-        return given
-    user = dict(user or {})
+    user = (strategy or {}).get("rollingUpdate")
+    if (strategy or {}).get("type", "RollingUpdate") != "RollingUpdate" or not known(user):
+        return strategy  # Recreate (the user chose it), or not known yet
     merged = dict(ROLLING_UPDATE_DEFAULTS)
-    unavailable = user.get("maxUnavailable")
-    if unavailable is not None and known(unavailable) and _is_zero(unavailable):
+    if _is_zero((user or {}).get("maxUnavailable")):
         merged["maxSurge"] = ZERO_UNAVAILABLE_SURGE
-    merged.update(user)
-    strategy["type"] = "RollingUpdate"
-    strategy["rollingUpdate"] = merged
-    return strategy
+    return {**(strategy or {}), "type": "RollingUpdate", "rollingUpdate": {**merged, **(user or {})}}
 
 
 def place_deployment_checked(
@@ -117,9 +88,8 @@ def place_deployment_checked(
 def _progress_deadline(spec: dict[str, Any], default: int) -> None:
     """Default ``progressDeadlineSeconds`` to the rollout budget, and beyond ``minReadySeconds``.
 
-    The API requires it to be greater than ``minReadySeconds`` (``ValidateDeploymentSpec``)
-    and defaults it to 600 when absent, so with a long ``minReadySeconds`` the default
-    here grows beyond it rather than leaving the API's 600 to be refused.
+    The API requires it above ``minReadySeconds`` (``ValidateDeploymentSpec``): a long
+    ``minReadySeconds`` grows the default rather than leaving a value the API refuses.
     """
     deadline, min_ready = spec.get("progressDeadlineSeconds"), spec.get("minReadySeconds")
     if deadline is None and known(min_ready):
@@ -140,8 +110,6 @@ def place_deployment_spec(
     Takes camelCase or snake_case dicts or ``k8s.apps.v1.DeploymentSpecArgs``;
     returns Kubernetes' camelCase form.
     """
-    from pulumi_kubernetes.apps.v1 import DeploymentSpecArgs
-
     wire, placed_on, gpus, profile = prepare(
         spec, DeploymentSpecArgs, "place_deployment_spec", placement, gpus, security_profile
     )

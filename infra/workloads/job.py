@@ -12,30 +12,15 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from pulumi_kubernetes.batch.v1 import JobSpecArgs
+
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
 from infra.workloads.podspec import place_template, prepare
+from infra.workloads.sdk import input_type_py_to_pulumi_names
 from infra.workloads.values import UNKNOWN, PodSpecError, as_whole, check_spec_fields, known
 
-JOB_SPEC_FIELDS = frozenset(
-    {
-        "activeDeadlineSeconds",
-        "backoffLimit",
-        "backoffLimitPerIndex",
-        "completionMode",
-        "completions",
-        "managedBy",
-        "manualSelector",
-        "maxFailedIndexes",
-        "parallelism",
-        "podFailurePolicy",
-        "podReplacementPolicy",
-        "selector",
-        "successPolicy",
-        "suspend",
-        "template",
-        "ttlSecondsAfterFinished",
-    }
-)
+JOB_SPEC_FIELDS = frozenset(input_type_py_to_pulumi_names(JobSpecArgs).values())
+"""The fields of ``kubernetes.batch.v1.Job``'s spec, as pulumi-kubernetes knows them."""
 DEFAULT_JOB_RESTART_POLICY = "Never"
 """A failed pod is replaced by a new one (counted against backoffLimit) rather than restarted in place."""
 REPLACE_UNREADY_MARGIN_SECONDS = 120
@@ -47,12 +32,9 @@ DEFAULT_GRACE_SECONDS = 30
 def replace_unready_wait(spec: Any) -> int:
     """Seconds ``pulumi up`` must wait on a Job so that, when it stops, the Job has completed or failed.
 
-    pulumi-kubernetes' ``replaceUnready`` replaces a Job at a later ``pulumi up`` whenever
-    the live Job is not Complete (``provider/pkg/provider/provider.go``, Diff: the
-    JobChecker's ``Ready``), a running one too. A Job cannot outlive
-    ``activeDeadlineSeconds`` (counted from its start; the controller then fails it,
-    reason DeadlineExceeded, and marks it Failed once its pods have terminated), so a
-    wait longer than deadline + grace period + margin only ever leaves a failed Job behind.
+    ``replaceUnready`` replaces any Job that is not Complete, a running one too; a Job cannot
+    outlive ``activeDeadlineSeconds`` (then it fails, DeadlineExceeded, once its pods have
+    terminated), so waiting deadline + grace period + margin only ever leaves a failed Job.
     """
     where = "replace_unready=True"
     if not known(spec) or not isinstance(spec, Mapping):
@@ -88,13 +70,6 @@ def _grace_seconds(spec: Mapping[str, Any]) -> int:
     return as_whole(grace)
 
 
-def _default_restart_policy(template: dict[str, Any]) -> None:
-    """A pod template without ``restartPolicy`` would get Always, which no Job takes: Never instead."""
-    pod = template.get("spec")
-    if known(pod) and isinstance(pod, Mapping) and pod.get("restartPolicy") is None:
-        template["spec"] = {**pod, "restartPolicy": DEFAULT_JOB_RESTART_POLICY}
-
-
 def place_job_checked(
     spec: Any,
     placement: Placement,
@@ -111,8 +86,9 @@ def place_job_checked(
         result, "Job", placement, gpus, pool=pool, profile=profile, placement_known=placement_known
     )
     if known(template):
-        template = dict(template)
-        _default_restart_policy(template)
+        pod = template.get("spec")  # without restartPolicy the API's default, Always, which no Job takes
+        if isinstance(pod, Mapping) and pod.get("restartPolicy") is None:
+            template = {**template, "spec": {**pod, "restartPolicy": DEFAULT_JOB_RESTART_POLICY}}
         result["template"] = template
     return result
 
@@ -130,8 +106,6 @@ def place_job_spec(
     Takes camelCase or snake_case dicts or ``k8s.batch.v1.JobSpecArgs``; returns
     Kubernetes' camelCase form. ``restartPolicy`` defaults to Never.
     """
-    from pulumi_kubernetes.batch.v1 import JobSpecArgs
-
     wire, placed_on, gpus, profile = prepare(
         spec, JobSpecArgs, "place_job_spec", placement, gpus, security_profile
     )
