@@ -1,14 +1,12 @@
 """The GPU placement contract: the one place the GPU taint and label are defined.
 
-Everything that has to agree on where GPU pods run reads this module: the node
-group (taint and labels in the EKS API's spelling), the device plugin's Helm
-values, ``GpuDeployment``, the policy pack and the scheduling checks. It has no
-cloud imports so that consumers, policies and tests can use it anywhere.
+The node groups (in the EKS API's spelling), the device plugin's values, the components, the
+policy pack and the scheduling checks all read it. It has no cloud imports, so consumers,
+policies and tests can use it anywhere.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,9 +18,8 @@ from infra.workloads.values import as_whole
 GPU_RESOURCE = "nvidia.com/gpu"
 """The extended resource the NVIDIA device plugin advertises on GPU nodes."""
 
-# The taint effect in both spellings. EKS's API (node group taints) says
-# NO_SCHEDULE, Kubernetes (node taints, pod tolerations) says NoSchedule: mixing
-# them up is the classic bug, so the mapping lives here and nowhere else.
+# EKS's API (node group taints) says NO_SCHEDULE, Kubernetes (node taints, tolerations) says
+# NoSchedule: mixing them up is the classic bug, so the mapping lives here and nowhere else.
 EKS_TO_K8S_EFFECT: Mapping[str, str] = {
     "NO_SCHEDULE": "NoSchedule",
     "NO_EXECUTE": "NoExecute",
@@ -38,11 +35,12 @@ POOL_LABEL = "eks-gpu/pool"
 
 CAPACITY_TYPES = ("ON_DEMAND", "SPOT")
 
-# Kubernetes label syntax (apimachinery validation.IsQualifiedName / IsValidLabelValue).
-_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
-_LABEL_NAME_RE = re.compile(rf"^{_NAME}$")
-_DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE_RE = re.compile(rf"^{_NAME}$")
+# Kubernetes label names and values (apimachinery IsQualifiedName, IsValidLabelValue).
+_LABEL = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_LABEL_RULE = (
+    "1-63 characters of letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+)
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # EKS refuses node group labels and taints under these prefixes (CreateNodegroup).
 RESERVED_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
 
@@ -51,80 +49,28 @@ class PlacementError(ValueError):
     """A placement key or value that Kubernetes or EKS would refuse."""
 
 
-def whole_number(value: object, setting: str, minimum: int) -> int:
-    """``value`` as an int >= ``minimum``; integral floats (JSON numbers, e.g. ``1.0``) are accepted.
+def gpu_count(value: object, setting: str, error: type[ValueError] = PlacementError) -> int:
+    """A GPU count setting (``gpus``, ``gpusPerNode``) as an int >= 1, else ``error`` naming ``setting``.
 
-    Stack outputs and the component provider hand numbers over as floats, so
-    ``2.0`` means 2; ``2.5``, booleans and strings are refused.
+    A number (text and booleans are refused) judged by the one GPU quantity parser,
+    :func:`infra.workloads.quantity.whole_count`, so ``2.0`` is 2 here as in ``nvidia.com/gpu``.
     """
-    count = as_whole(value)
-    if count is None or count < minimum:
-        raise PlacementError(
-            f"{setting} must be a whole number >= {minimum}, got {value if count is None else count!r}"
-        )
+    try:
+        count = 0 if isinstance(value, str) else whole_count(value)  # type: ignore[arg-type]
+    except QuantityError:
+        count = 0
+    if count < 1:
+        raise error(f"{setting} must be a whole number >= 1, got {value!r}")
     return count
-
-
-def gpu_count(value: object, setting: str, minimum: int) -> int:
-    """A GPU count setting (``gpus``, ``gpusPerNode``) as an int >= ``minimum``.
-
-    Judged by the one GPU quantity parser, :func:`infra.workloads.quantity.whole_count`,
-    so a number means here what it means in ``nvidia.com/gpu`` (``2.0`` is 2, ``2.5`` is
-    refused). These settings are numbers: text and booleans are refused.
-    """
-    count = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        with contextlib.suppress(QuantityError):
-            count = whole_count(value)
-    if count is None or count < minimum:
-        raise PlacementError(f"{setting} must be a whole number >= {minimum}, got {value!r}")
-    return count
-
-
-def _check_key(key: object) -> str:
-    if not isinstance(key, str) or not key:
-        raise PlacementError(f"placement.key must be a non-empty string, got {key!r}")
-    prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.match(prefix)):
-        raise PlacementError(
-            f"placement.key {key!r}: the prefix before '/' must be a DNS subdomain "
-            "(lower-case letters, digits, '-' and '.', at most 253 characters)"
-        )
-    if not _LABEL_NAME_RE.match(name):
-        raise PlacementError(
-            f"placement.key {key!r}: the name must be 1-63 characters of letters, digits, "
-            "'-', '_' or '.', starting and ending with a letter or digit"
-        )
-    for reserved in RESERVED_PREFIXES:
-        if key.startswith(reserved) or f".{reserved}" in key:
-            raise PlacementError(
-                f"placement.key {key!r}: EKS refuses node group labels and taints under "
-                f"{', '.join(RESERVED_PREFIXES)}; choose another key, e.g. 'GPU'"
-            )
-    return key
-
-
-def _check_value(value: object) -> str:
-    if isinstance(value, bool):
-        raise PlacementError(
-            f"placement.value must be a string, got the boolean {value!r}: "
-            f'labels are strings, write "{str(value).lower()}" in quotes'
-        )
-    if not isinstance(value, str) or not _LABEL_VALUE_RE.match(value):
-        raise PlacementError(
-            f"placement.value {value!r}: must be 1-63 characters of letters, digits, "
-            "'-', '_' or '.', starting and ending with a letter or digit (EKS needs a "
-            "non-empty taint value)"
-        )
-    return value
 
 
 @dataclass(frozen=True)
 class GpuPool:
     """A set of GPU nodes that are alike: same GPUs per node, same sharing, same capacity type.
 
-    Pods pick a pool by the node label ``eks-gpu/pool=<name>``; the numbers let
-    consumers refuse a pod no node of the pool could ever run, before deploying it.
+    Pods pick a pool by the node label ``eks-gpu/pool=<name>``; the numbers let consumers refuse a
+    pod no node of the pool could ever run. Its values are checked once, where they come in: by the
+    stack config (:mod:`infra.platform.config`) or by :meth:`Placement.from_dict` (a stack output).
     """
 
     name: str
@@ -134,24 +80,6 @@ class GpuPool:
     """1: whole GPUs; N >= 2: the device plugin advertises each GPU N times (time-slicing)."""
     capacity_type: str = "ON_DEMAND"
     """``ON_DEMAND`` or ``SPOT``."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _LABEL_VALUE_RE.match(self.name):
-            raise PlacementError(
-                f"pool name {self.name!r} must be a label value: 1-63 characters of letters, digits, "
-                "'-', '_' or '.', starting and ending with a letter or digit"
-            )
-        where = f"pool {self.name!r}"
-        object.__setattr__(self, "gpus_per_node", gpu_count(self.gpus_per_node, f"{where} gpusPerNode", 1))
-        object.__setattr__(
-            self,
-            "time_slicing_replicas",
-            whole_number(self.time_slicing_replicas, f"{where} timeSlicingReplicas", 1),
-        )
-        if self.capacity_type not in CAPACITY_TYPES:
-            raise PlacementError(
-                f"{where} capacityType must be one of {', '.join(CAPACITY_TYPES)}, got {self.capacity_type!r}"
-            )
 
     @property
     def shared(self) -> bool:
@@ -167,20 +95,14 @@ class GpuPool:
     def max_gpus_per_container(self) -> int:
         """The most ``nvidia.com/gpu`` one container (init containers too) can ask for on this pool.
 
-        Shared pools run the device plugin with ``failRequestsGreaterThanOne``, which it
-        checks per container request (NVIDIA/k8s-device-plugin ``internal/rm/rm.go``
-        ``ValidateRequest``, called once per container by ``Allocate``): a container
-        asking for 2 would get two slices of one GPU, so it is refused.
+        Shared pools run the device plugin with ``failRequestsGreaterThanOne``, checked per container
+        request (NVIDIA/k8s-device-plugin ``internal/rm/rm.go`` ``ValidateRequest``).
         """
         return 1 if self.shared else self.gpus_per_node
 
     @property
     def max_gpus_per_pod(self) -> int:
-        """The most ``nvidia.com/gpu`` one pod can get on this pool: what one node advertises.
-
-        The scheduler counts the pod's total against the node's allocatable, so on a
-        shared pool a pod of several one-GPU containers fits up to the node's slots.
-        """
+        """The most ``nvidia.com/gpu`` one pod can get: what one node advertises (the scheduler's count)."""
         return self.slots_per_node
 
     def to_dict(self) -> dict[str, Any]:
@@ -191,37 +113,44 @@ class GpuPool:
         }
 
 
-_POOL_FIELDS = {
-    "gpusPerNode": "gpus_per_node",
-    "timeSlicingReplicas": "time_slicing_replicas",
-    "capacityType": "capacity_type",
-}
+def _mapping(data: object, where: str, allowed: tuple[str, ...]) -> Mapping[str, Any]:
+    """``data`` if it is a mapping of ``allowed`` fields only; a refusal naming ``where`` otherwise."""
+    if not isinstance(data, Mapping):
+        raise PlacementError(f"{where} must be a mapping with {', '.join(allowed)}, got {data!r}")
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise PlacementError(f"{where} has unknown field(s) {unknown}; allowed: {', '.join(allowed)}")
+    return data
 
 
 def _pool_from_dict(name: object, data: object) -> GpuPool:
-    if not isinstance(name, str):
-        raise PlacementError(f"placement.pools: pool names must be strings, got {name!r}")
-    if not isinstance(data, Mapping):
-        raise PlacementError(
-            f"placement.pools.{name} must be a mapping with {', '.join(_POOL_FIELDS)}, got {data!r}"
-        )
-    unknown = sorted(set(data) - set(_POOL_FIELDS))
-    if unknown:
-        raise PlacementError(
-            f"placement.pools.{name} has unknown field(s) {unknown}; allowed: {', '.join(_POOL_FIELDS)}"
-        )
+    """A pool of a stack output, checked: the only check a pool gets on the consumer's path."""
+    if not isinstance(name, str) or not _LABEL.fullmatch(name):
+        raise PlacementError(f"placement.pools: pool name {name!r} must be a label value: {_LABEL_RULE}")
+    where = f"placement.pools.{name}"
+    data = _mapping(data, where, ("gpusPerNode", "timeSlicingReplicas", "capacityType"))
     if "gpusPerNode" not in data:
-        raise PlacementError(f"placement.pools.{name}.gpusPerNode is required (physical GPUs per node)")
-    return GpuPool(name=name, **{_POOL_FIELDS[k]: v for k, v in data.items()})
+        raise PlacementError(f"{where}.gpusPerNode is required (physical GPUs per node)")
+    replicas = as_whole(data.get("timeSlicingReplicas", 1))
+    if replicas is None or replicas < 1:
+        raise PlacementError(
+            f"{where}.timeSlicingReplicas must be a whole number >= 1, got {data['timeSlicingReplicas']!r}"
+        )
+    capacity = data.get("capacityType", "ON_DEMAND")
+    if capacity not in CAPACITY_TYPES:
+        raise PlacementError(
+            f"{where}.capacityType must be one of {', '.join(CAPACITY_TYPES)}, got {capacity!r}"
+        )
+    return GpuPool(name, gpu_count(data["gpusPerNode"], f"{where}.gpusPerNode"), replicas, capacity)
 
 
 @dataclass(frozen=True)
 class Placement:
     """Where GPU pods go: nodes labelled and tainted ``key=value``, optionally split into pools.
 
-    The defaults are the blog post's ``GPU=true``; platforms with another naming
-    scheme set ``key`` and ``value`` once and every consumer follows. Every pool's
-    nodes carry ``key=value`` too (and its taint), plus ``eks-gpu/pool=<name>``.
+    The defaults are the blog post's ``GPU=true``; platforms with another naming scheme set ``key``
+    and ``value`` once and every consumer follows. Every pool's nodes carry ``key=value`` too (and
+    its taint), plus ``eks-gpu/pool=<name>``.
     """
 
     key: str = "GPU"
@@ -229,18 +158,33 @@ class Placement:
     pools: tuple[GpuPool, ...] = ()
 
     def __post_init__(self) -> None:
-        _check_key(self.key)
-        _check_value(self.value)
-        if self.key == POOL_LABEL:
+        key, value = self.key, self.value
+        if not isinstance(key, str) or not key:
+            raise PlacementError(f"placement.key must be a non-empty string, got {key!r}")
+        prefix, _, name = key.rpartition("/")
+        if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+            raise PlacementError(
+                f"placement.key {key!r}: the prefix before '/' must be a DNS subdomain "
+                "(lower-case letters, digits, '-' and '.', at most 253 characters)"
+            )
+        if not _LABEL.fullmatch(name):
+            raise PlacementError(f"placement.key {key!r}: the name must be {_LABEL_RULE}")
+        if any(key.startswith(reserved) or f".{reserved}" in key for reserved in RESERVED_PREFIXES):
+            raise PlacementError(
+                f"placement.key {key!r}: EKS refuses node group labels and taints under "
+                f"{', '.join(RESERVED_PREFIXES)}; choose another key, e.g. 'GPU'"
+            )
+        if key == POOL_LABEL:
             raise PlacementError(f"placement.key may not be {POOL_LABEL!r}: that label names the pool")
-        pools = tuple(self.pools) if isinstance(self.pools, (list, tuple)) else self.pools
-        if not isinstance(pools, tuple) or not all(isinstance(p, GpuPool) for p in pools):
-            raise PlacementError(f"placement.pools must be a tuple of GpuPool, got {self.pools!r}")
-        names = [p.name for p in pools]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise PlacementError(f"placement.pools: pool name(s) {duplicates} appear more than once")
-        object.__setattr__(self, "pools", pools)
+        if isinstance(value, bool):
+            raise PlacementError(
+                f"placement.value must be a string, got the boolean {value!r}: "
+                f'labels are strings, write "{str(value).lower()}" in quotes'
+            )
+        if not isinstance(value, str) or not _LABEL.fullmatch(value):
+            raise PlacementError(
+                f"placement.value {value!r}: must be {_LABEL_RULE} (EKS needs a non-empty taint value)"
+            )
 
     @property
     def pool_names(self) -> tuple[str, ...]:
@@ -274,39 +218,26 @@ class Placement:
         return {"key": self.key, "value": self.value, "effect": GPU_TAINT_EFFECT}
 
     def node_labels(self) -> dict[str, str]:
-        """The label every GPU node carries."""
+        """The label every GPU node carries; as a pod's nodeSelector it keeps GPU pods on GPU nodes."""
         return {self.key: self.value}
 
-    def node_selector(self) -> dict[str, str]:
-        """The pod nodeSelector that keeps GPU pods on GPU nodes."""
-        return {self.key: self.value}
+    node_selector = node_labels
 
     def toleration(self) -> dict[str, str]:
         """The pod toleration that lets GPU pods past the taint, and only this taint."""
-        return {
-            "key": self.key,
-            "operator": "Equal",
-            "value": self.value,
-            "effect": GPU_TAINT_EFFECT,
-        }
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": GPU_TAINT_EFFECT}
 
     def node_affinity(self) -> dict[str, Any]:
         """Required node affinity selecting GPU nodes, for charts that take affinity."""
-        return {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": self.key, "operator": "In", "values": [self.value]}]}
-                    ]
-                }
-            }
-        }
+        expression = {"key": self.key, "operator": "In", "values": [self.value]}
+        required = {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}
+        return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, for a stack output that consumer stacks read back.
 
-        Without pools it is the original ``{key, value}`` form, so older consumers
-        keep reading it; with pools it adds ``poolLabel`` and ``pools`` (by name).
+        Without pools it is the original ``{key, value}`` form, so older consumers keep reading it;
+        with pools it adds ``poolLabel`` and ``pools`` (by name).
         """
         data: dict[str, Any] = {"key": self.key, "value": self.value}
         if self.pools:
@@ -319,14 +250,7 @@ class Placement:
         """Rebuild from :meth:`to_dict` output (e.g. a StackReference output), old or new form."""
         if data is None:
             return cls()
-        if not isinstance(data, Mapping):
-            raise PlacementError(f"placement must be a mapping with 'key' and 'value', got {data!r}")
-        allowed = ("key", "value", "poolLabel", "pools")
-        unknown = set(data) - set(allowed)
-        if unknown:
-            raise PlacementError(
-                f"placement has unknown field(s) {sorted(unknown)}; allowed: {', '.join(map(repr, allowed))}"
-            )
+        data = _mapping(data, "placement", ("key", "value", "poolLabel", "pools"))
         label = data.get("poolLabel", POOL_LABEL)
         if label != POOL_LABEL:
             raise PlacementError(

@@ -1,11 +1,8 @@
 """Apply the placement contract to a pod spec: pure, so every workload kind can use it.
 
-Works on Kubernetes' own (camelCase) form of a pod spec; :func:`place_pod_spec`
-also takes snake_case dicts and typed ``k8s.core.v1.PodSpecArgs`` and turns them
-into that form first (:mod:`infra.workloads.wire`). Inside the components a value
-may be :data:`UNKNOWN` (a Pulumi Output not known yet): the checks that need it
-are skipped, so the same code validates eagerly at declaration and finally on the
-resolved spec.
+Works on Kubernetes' camelCase form (:mod:`infra.workloads.wire` turns the other forms into it).
+Inside the components a value may be :data:`UNKNOWN` (an Output not known yet): the checks that
+need it are skipped, so the same code checks eagerly at declaration and again on the resolved spec.
 """
 
 from __future__ import annotations
@@ -15,51 +12,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from infra.workloads import security
-from infra.workloads.placement import (
-    DEFAULT_PLACEMENT,
-    GPU_RESOURCE,
-    Placement,
-    PlacementError,
-    gpu_count,
-)
-from infra.workloads.pools import GpuDemand, apply_pool, check_affinity, check_required_terms
+from infra.workloads.placement import DEFAULT_PLACEMENT, GPU_RESOURCE, Placement, gpu_count
+from infra.workloads.pools import GpuDemand, apply_pool, check_affinity
 from infra.workloads.quantity import QuantityError, whole_count
+from infra.workloads.scheduling import gpu_limit
 from infra.workloads.values import UNKNOWN, PodSpecError, known
 from infra.workloads.wire import WireError, is_args, output_path, to_wire
 
 __all__ = ["UNKNOWN", "PodSpecError", "check_gpus", "known", "place_pod_spec", "place_template", "prepare"]
 
 
-def check_gpus(gpus: object, setting: str = "gpus") -> int:
+def check_gpus(gpus: object) -> int:
     """GPUs per pod: a whole number of at least 1 (the device plugin hands out whole GPUs)."""
-    try:
-        return gpu_count(gpus, setting, 1)
-    except PlacementError:
-        raise PodSpecError(f"{setting} must be a whole number >= 1 (GPUs per pod), got {gpus!r}") from None
+    return gpu_count(gpus, "gpus", PodSpecError)
 
 
 def as_placement(value: Placement | Mapping[str, Any] | None) -> Placement:
     """A :class:`Placement` from itself, its ``to_dict()`` form (a stack output) or ``None`` (default)."""
-    if value is None:
-        return DEFAULT_PLACEMENT
-    if isinstance(value, Placement):
-        return value
-    return Placement.from_dict(value)
-
-
-def to_kubernetes_form(value: Any, typ: Any, where: str, caller: str) -> Any:
-    """``value`` as camelCase dicts; Outputs are refused, since a pure function cannot wait for them."""
-    path = output_path(value)
-    if path is not None:
-        raise PodSpecError(
-            f"{where}{path} is a Pulumi Output: {caller} is pure and cannot wait for it; use the "
-            f"component (GpuDeployment, GpuJob), or call it inside Output.apply: "
-            f"pulumi.Output.from_input(spec).apply(lambda s: {caller}(s, ...))"
-        )
-    try:
-        return to_wire(value, typ)
-    except WireError as error:
-        raise PodSpecError(f"{where}: {error}") from None
+    return value if isinstance(value, Placement) else Placement.from_dict(value)
 
 
 def prepare(
@@ -71,19 +41,27 @@ def prepare(
     security_profile: object,
     where: str = "spec",
 ) -> tuple[Any, Placement, int | None, str | None]:
-    """What each pure entry point does first: its settings checked, ``spec`` in Kubernetes' form."""
+    """What each pure entry point does first: its settings checked, ``spec`` in Kubernetes' form.
+
+    Outputs are refused: a pure function cannot wait for them.
+    """
     checked = check_gpus(gpus) if gpus is not None else None
     profile = security.check_profile(security_profile)
-    return to_kubernetes_form(spec, typ, where, caller), as_placement(placement), checked, profile
+    path = output_path(spec)
+    if path is not None:
+        raise PodSpecError(
+            f"{where}{path} is a Pulumi Output: {caller} is pure and cannot wait for it; use the "
+            f"component (GpuDeployment, GpuJob), or call it inside Output.apply: "
+            f"pulumi.Output.from_input(spec).apply(lambda s: {caller}(s, ...))"
+        )
+    try:
+        return to_wire(spec, typ), as_placement(placement), checked, profile
+    except WireError as error:
+        raise PodSpecError(f"{where}: {error}") from None
 
 
 def _quantity(value: Any, where: str) -> int | Any:
-    """An nvidia.com/gpu quantity as an int; GPUs are not divisible.
-
-    Strings are read as the API reads quantities (:mod:`infra.workloads.quantity`):
-    ``"1000m"`` and ``"1e0"`` are one GPU there, so they are here; ``"500m"`` is
-    half a GPU, which the API refuses for an extended resource.
-    """
+    """An nvidia.com/gpu quantity as the API reads it (``"1000m"`` is one GPU, ``"500m"`` refused)."""
     if not known(value):
         return UNKNOWN
     try:
@@ -113,25 +91,18 @@ def _merge_node_selector(pod: dict[str, Any], placement: Placement) -> None:
     pod["nodeSelector"] = selector
 
 
-def _same_toleration(a: Any, b: Mapping[str, str]) -> bool:
-    if not isinstance(a, Mapping):
-        return False
-    return (
-        a.get("key") == b["key"]
-        and (a.get("operator") or "Equal") == b["operator"]
-        and a.get("value") == b["value"]
-        and a.get("effect") == b["effect"]
-        and a.get("tolerationSeconds") is None
-    )
-
-
 def _merge_tolerations(pod: dict[str, Any], placement: Placement) -> None:
+    """The contract's toleration last; a user's copy of it (operator defaulted, nothing else) dropped."""
     tolerations = pod.get("tolerations")
     if not known(tolerations):
         return
     contract = placement.toleration()
-    kept = [t for t in list(tolerations or []) if not _same_toleration(t, contract)]
-    pod["tolerations"] = [*kept, contract]
+
+    def same(t: Any) -> bool:
+        written = {**t, "operator": t.get("operator") or "Equal"} if isinstance(t, Mapping) else {}
+        return {k: v for k, v in written.items() if v is not None} == contract
+
+    pod["tolerations"] = [*(t for t in tolerations or [] if not same(t)), contract]
 
 
 def _container_gpus(container: dict[str, Any], where: str) -> int | Any | None:
@@ -139,91 +110,62 @@ def _container_gpus(container: dict[str, Any], where: str) -> int | Any | None:
     resources = container.get("resources")
     if not known(resources):
         return UNKNOWN
-    resources = dict(resources or {})
-    limits, requests = resources.get("limits"), resources.get("requests")
-    if not known(limits) or not known(requests):
+    sides = {side: (resources or {}).get(side) for side in ("limits", "requests")}
+    if not all(known(found) for found in sides.values()):
         return UNKNOWN
-    limits, requests = dict(limits or {}), dict(requests or {})
-    limit = (
-        _quantity(limits[GPU_RESOURCE], f"{where}.resources.limits[{GPU_RESOURCE!r}]")
-        if GPU_RESOURCE in limits
-        else None
-    )
-    request = (
-        _quantity(requests[GPU_RESOURCE], f"{where}.resources.requests[{GPU_RESOURCE!r}]")
-        if GPU_RESOURCE in requests
-        else None
-    )
-    if limit is None and request is None:
+    sides = {side: dict(found or {}) for side, found in sides.items()}
+    counts = {
+        side: _quantity(found[GPU_RESOURCE], f"{where}.resources.{side}[{GPU_RESOURCE!r}]")
+        for side, found in sides.items()
+        if GPU_RESOURCE in found
+    }
+    if not counts:
         return None
     # Extended resources need requests == limits (a mismatch is the API's to refuse); the one
     # the user gave is copied to the other, so the pod asks exactly what the user wrote.
-    if limit is None:
-        limits[GPU_RESOURCE] = requests[GPU_RESOURCE]
-    if request is None:
-        requests[GPU_RESOURCE] = limits[GPU_RESOURCE]
-    container["resources"] = {**resources, "limits": limits, "requests": requests}
-    return request if request is not None else limit
-
-
-def _copied_containers(pod: dict[str, Any], field: str, where: str) -> list[Any] | Any:
-    items = pod.get(field)
-    if not known(items) or items is None:
-        return items
-    if not isinstance(items, list):
-        raise PodSpecError(f"{where}.{field} must be a list of containers, got {items!r}")
-    pod[field] = items = [dict(c) if isinstance(c, Mapping) else c for c in items]
-    for index, container in enumerate(items):
-        if known(container) and not isinstance(container, dict):
-            raise PodSpecError(f"{where}.{field}[{index}] must be a container object, got {container!r}")
-    return items
+    given = sides["requests" if "requests" in counts else "limits"][GPU_RESOURCE]
+    for found in sides.values():
+        found.setdefault(GPU_RESOURCE, given)
+    container["resources"] = {**(resources or {}), **sides}
+    return counts.get("requests", counts.get("limits"))
 
 
 def _counts(pod: dict[str, Any], field: str, where: str) -> list[tuple[str, Any, Any]] | Any:
-    """(path, GPU count, restartPolicy) of each container in ``field``; the count is None if not declared."""
-    items = _copied_containers(pod, field, where)
+    """Copy ``field``'s containers; (path, GPU count or None if not declared, restartPolicy) of each."""
+    items = pod.get(field)
     if not known(items):
         return UNKNOWN
+    if items is not None and not isinstance(items, list):
+        raise PodSpecError(f"{where}.{field} must be a list of containers, got {items!r}")
+    if items:
+        pod[field] = items = [dict(c) if isinstance(c, Mapping) else c for c in items]
     found: list[tuple[str, Any, Any]] = []
     for index, container in enumerate(items or []):
         path = f"{where}.{field}[{index}]"
-        if isinstance(container, dict):
-            found.append((path, _container_gpus(container, path), container.get("restartPolicy")))
-        else:
+        if not known(container):
             found.append((path, UNKNOWN, UNKNOWN))
+        elif not isinstance(container, dict):
+            raise PodSpecError(f"{path} must be a container object, got {container!r}")
+        else:
+            found.append((path, _container_gpus(container, path), container.get("restartPolicy")))
     return found
 
 
-def _init_total(init: list[tuple[str, Any, Any]]) -> tuple[int, int]:
-    """(GPUs held by restartable init containers (sidecars), the peak of any other init container)."""
-    sidecars = peak = 0
-    for _, count, policy in init:
-        if policy == "Always":
-            sidecars += count or 0  # a sidecar keeps its GPUs while later containers run
-        else:
-            peak = max(peak, (count or 0) + sidecars)
-    return sidecars, peak
-
-
-def _demand(init: Any, main: Any) -> GpuDemand:
+def _demand(pod: dict[str, Any], init: Any, main: Any) -> GpuDemand:
     """What the pod asks of one node: the scheduler's total when all is known, else what is known."""
     inits = init if known(init) else []
     mains = main if known(main) else []
     declared = [(path, n) for path, n, _ in [*inits, *mains] if known(n) and n is not None]
     largest_where, largest = max(declared, key=lambda d: d[1], default=("", 0))
-    main_counts = [n for _, n, _ in mains if n is not None]
-    init_counts = [n for _, n, _ in inits if known(n) and n is not None]
-    floor = max(sum(n for n in main_counts if known(n)), max(init_counts, default=0))
+    main_total = sum(n for _, n, _ in mains if known(n) and n is not None)
+    floor = max(main_total, *(n for _, n, _ in inits if known(n) and n is not None), 0)
     settled = (
         known(init)
         and known(main)
-        and all(known(n) for n in main_counts)
+        and all(known(n) for _, n, _ in mains)
         and all(known(n) and known(policy) for _, n, policy in inits)
     )
-    if not settled:
-        return GpuDemand(UNKNOWN, floor, largest, largest_where)
-    sidecars, peak = _init_total(inits)
-    return GpuDemand(max(sum(main_counts) + sidecars, peak), floor, largest, largest_where)
+    return GpuDemand(gpu_limit(pod) if settled else UNKNOWN, floor, largest, largest_where)
 
 
 def _give_first(pod: dict[str, Any], gpus: int | None, where: str) -> list[tuple[str, Any, Any]] | Any:
@@ -246,20 +188,17 @@ def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> GpuDemand:
     init = _counts(pod, "initContainers", where)
     main = _counts(pod, "containers", where)
     if not known(main):
-        return _demand(init, UNKNOWN)
+        return _demand(pod, init, UNKNOWN)
     if not main:
         raise PodSpecError(f"{where}.containers must list at least one container")
     if all(count is None for _, count, _ in main):
         main = _give_first(pod, gpus, where)
         if not known(main):
-            return _demand(init, UNKNOWN)
+            return _demand(pod, init, UNKNOWN)
     counts = [count for _, count, _ in main if count is not None]
-    if all(known(n) for n in counts):
-        _check_total(sum(counts), gpus, where)
-    return _demand(init, main)
-
-
-def _check_total(total: int, gpus: int | None, where: str) -> None:
+    if not all(known(n) for n in counts):
+        return _demand(pod, init, main)
+    total = sum(counts)
     if total < 1:
         raise PodSpecError(
             f"{where}: the containers declare {GPU_RESOURCE} 0 in total; a GPU workload needs at least 1"
@@ -269,6 +208,7 @@ def _check_total(total: int, gpus: int | None, where: str) -> None:
             f"gpus={gpus} but the containers already declare {GPU_RESOURCE} {total} in total: "
             "drop the gpus argument or make the two agree"
         )
+    return _demand(pod, init, main)
 
 
 def _place(
@@ -285,13 +225,10 @@ def _place(
     if not isinstance(pod_spec, Mapping):
         raise PodSpecError(f"{where} must be a pod spec mapping, got {type(pod_spec).__name__}")
     pod = copy.deepcopy(dict(pod_spec))
-    check_required_terms(pod, where)
     _merge_node_selector(pod, placement)
     _merge_tolerations(pod, placement)
     demand = _apply_gpus(pod, gpus, where)
-    label_sets = apply_pool(pod, placement, pool, demand, placement_known)
-    if label_sets is not None:
-        check_affinity(pod, label_sets)
+    check_affinity(pod, apply_pool(pod, placement, pool, demand, placement_known), where)
     security.apply_profile(pod, profile, where)
     return pod
 

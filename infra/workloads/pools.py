@@ -1,8 +1,6 @@
 """Which GPU nodes a pod may land on: the pools that can give it its GPUs, and required affinity.
 
-Pure. Works on a pod spec in Kubernetes' form (UNKNOWN allowed, see
-:mod:`infra.workloads.values`); called by :func:`infra.workloads.podspec.place_pod_spec`
-once the pod's GPU total is known.
+Pure, on a pod spec in Kubernetes' form (UNKNOWN allowed); :mod:`infra.workloads.podspec` calls it.
 """
 
 from __future__ import annotations
@@ -42,24 +40,6 @@ def _is_empty_term(term: Any) -> bool:
     return known(expressions) and known(fields) and not expressions and not fields
 
 
-def check_required_terms(pod: Mapping[str, Any], where: str) -> None:
-    """Refuse required node affinity that no node can match: no term at all, or only empty ones."""
-    terms = _required_terms(pod)
-    if terms is None or not known(terms):
-        return
-    if not terms:
-        raise PodSpecError(
-            f"{where}.{REQUIRED_TERMS} must list at least one term (the API refuses none): add a term "
-            "with matchExpressions or matchFields, or remove requiredDuringSchedulingIgnoredDuringExecution"
-        )
-    if all(_is_empty_term(term) for term in terms):
-        raise PodSpecError(
-            f"{where}.{REQUIRED_TERMS} has only empty terms, and an empty term matches no node: the pod "
-            "could never be scheduled. Give the term matchExpressions or matchFields, or remove "
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-
-
 def _term_rejects(term: Any, labels: Mapping[str, str]) -> bool:
     """True if ``term`` fails on every node carrying ``labels`` (judged on those keys only)."""
     expressions = term.get("matchExpressions") if isinstance(term, Mapping) else UNKNOWN
@@ -75,14 +55,24 @@ def _term_rejects(term: Any, labels: Mapping[str, str]) -> bool:
     )
 
 
-def check_affinity(pod: Mapping[str, Any], label_sets: Sequence[Mapping[str, str]]) -> None:
-    """Refuse required node affinity that no GPU node (of the possible pools) could satisfy."""
+def check_affinity(
+    pod: Mapping[str, Any], label_sets: Sequence[Mapping[str, str]] | None, where: str
+) -> None:
+    """Refuse required node affinity that no GPU node (of the possible pools, if known) could satisfy."""
     terms = _required_terms(pod)
     if not known(terms) or not terms:
-        return
-    for labels in label_sets:
-        if not all(_is_empty_term(term) or _term_rejects(term, labels) for term in terms):
-            return  # some term may still match a node with these labels
+        return  # no affinity, not known yet, or no terms (which the API refuses itself)
+    if all(_is_empty_term(term) for term in terms):
+        raise PodSpecError(
+            f"{where}.{REQUIRED_TERMS} has only empty terms, and an empty term matches no node: the pod "
+            "could never be scheduled. Give the term matchExpressions or matchFields, or remove "
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+    if label_sets is None or any(
+        not all(_is_empty_term(term) or _term_rejects(term, labels) for term in terms)
+        for labels in label_sets
+    ):
+        return  # pools not known yet, or some term may still match a node of a pool
     shown = " or ".join(", ".join(f"{k}={v!r}" for k, v in labels.items()) for labels in label_sets)
     raise PodSpecError(
         f"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution excludes nodes labelled "
@@ -94,8 +84,8 @@ def check_affinity(pod: Mapping[str, Any], label_sets: Sequence[Mapping[str, str
 def _require_pools(pod: dict[str, Any], names: list[str]) -> None:
     """AND ``eks-gpu/pool In names`` into every required affinity term (or make the first term)."""
     terms = _required_terms(pod)
-    if not known(terms) or any(not known(t) for t in terms or []):
-        return  # decided on the resolved spec
+    if terms == [] or not known(terms) or any(not known(t) for t in terms or []):
+        return  # no terms: the API refuses that as written; not known: decided on the resolved spec
     expression = {"key": POOL_LABEL, "operator": "In", "values": names}
     new_terms = []
     for term in terms or [{}]:
@@ -111,11 +101,9 @@ def _require_pools(pod: dict[str, Any], names: list[str]) -> None:
         new_terms.append(term)
     affinity = dict(pod.get("affinity") or {})
     node = dict(affinity.get("nodeAffinity") or {})
-    required = dict(node.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    required["nodeSelectorTerms"] = new_terms
-    node["requiredDuringSchedulingIgnoredDuringExecution"] = required
-    affinity["nodeAffinity"] = node
-    pod["affinity"] = affinity
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    node["requiredDuringSchedulingIgnoredDuringExecution"] = {**required, "nodeSelectorTerms": new_terms}
+    pod["affinity"] = {**affinity, "nodeAffinity": node}
 
 
 @dataclass(frozen=True)
@@ -147,24 +135,16 @@ def _check_pool(pool: GpuPool, demand: GpuDemand) -> None:
             "most 1 (several containers may ask for 1 each) or choose another pool"
         )
     if demand.least > pool.max_gpus_per_pod:
+        capacity = (
+            f"{pool.gpus_per_node} GPU(s) per node shared {pool.time_slicing_replicas} ways, at most 1 per container"
+            if pool.shared
+            else f"it has {pool.gpus_per_node} GPUs per node"
+        )
         raise PodSpecError(
             f"the pod asks for {demand.least} {GPU_RESOURCE} but no node of pool {pool.name!r} can give "
-            f"more than {pool.max_gpus_per_pod} ({_capacity(pool)}); ask for at most "
+            f"more than {pool.max_gpus_per_pod} ({capacity}); ask for at most "
             f"{pool.max_gpus_per_pod} or choose another pool"
         )
-
-
-def _capacity(pool: GpuPool) -> str:
-    if pool.shared:
-        return (
-            f"{pool.gpus_per_node} GPU(s) per node shared {pool.time_slicing_replicas} ways, "
-            "at most 1 per container"
-        )
-    return f"it has {pool.gpus_per_node} GPUs per node"
-
-
-def _fits(pool: GpuPool, demand: GpuDemand) -> bool:
-    return demand.largest <= pool.max_gpus_per_container and demand.least <= pool.max_gpus_per_pod
 
 
 def _chosen_pool(pod: dict[str, Any], pool: str | None) -> str | None:
@@ -200,7 +180,11 @@ def apply_pool(
         return [placement.pool_labels(pool)]
     if not placement.pools:
         return [placement.node_labels()]
-    fitting = [p for p in placement.pools if _fits(p, demand)]
+    fitting = [
+        p
+        for p in placement.pools
+        if demand.largest <= p.max_gpus_per_container and demand.least <= p.max_gpus_per_pod
+    ]
     if not fitting:
         limits = ", ".join(
             f"{p.name}: at most {p.max_gpus_per_pod} per pod" + (", 1 per container" if p.shared else "")

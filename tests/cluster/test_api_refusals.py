@@ -146,6 +146,16 @@ LEFT_TO_THE_API: list[Case] = [
     Case("Job", _job(activeDeadlineSeconds=-1), "spec.activeDeadlineSeconds"),
     Case("Job", _job(parallelism=-1), "spec.parallelism"),
     Case("Job", _job(backoffLimit=-1), "spec.backoffLimit"),
+    Case(
+        "Pod",
+        {
+            **POD,
+            "affinity": {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}
+            },
+        },
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+    ),
     # <name>-99, the last pod's hostname, is 64 characters: no DNS label
     Case("Job", _job(completionMode="Indexed", completions=100), "metadata.name", name="s" * 61),
 ]
