@@ -248,24 +248,23 @@ class Links:
 
 def _launch_template(
     key: str, props: Mapping[str, Any], templates: Mapping[str, Mapping[str, Any]], links: Links
-) -> Mapping[str, Any] | None:
-    """The launch template a node group uses, when the stack shows which one.
+) -> Mapping[str, Any]:
+    """The launch template a node group uses, when the stack shows which one (else ``{}``).
 
     By the node group's ``launchTemplate.id`` or ``.name`` where those are known; else
     (a preview creating both: the id is not known yet) by the engine's dependency of the
     node group on exactly one launch template of the stack.
     """
     if "launchTemplate" not in props:
-        return None
+        return {}
     ref = props.get("launchTemplate")
-    if isinstance(ref, Mapping):
-        for attribute in ("id", "name"):
-            wanted = ref.get(attribute)
-            found = [t for t in templates.values() if wanted and t.get(attribute) == wanted]
-            if len(found) == 1:
-                return found[0]
+    for attribute in ("id", "name") if isinstance(ref, Mapping) else ():
+        wanted = ref.get(attribute)
+        found = [t for t in templates.values() if wanted and t.get(attribute) == wanted]
+        if len(found) == 1:
+            return found[0]
     linked = [templates[d] for d in links.dependencies.get(key, ()) if d in templates]
-    return linked[0] if len(linked) == 1 else None
+    return linked[0] if len(linked) == 1 else {}
 
 
 def node_group_overrides(resources: Resources, links: Links | None = None) -> dict[str, dict[str, Any]]:
@@ -274,16 +273,14 @@ def node_group_overrides(resources: Resources, links: Links | None = None) -> di
     That is what EKS does: with a launch template that names an instance type the node
     group lists none (CreateNodegroup refuses both), and its nodes are that type.
     """
-    links = links or Links()
     templates = {resource_key(t, n): p for t, n, p in resources if t == LAUNCH_TEMPLATE}
     overrides = {}
     for typ, name, props in resources:
         key = resource_key(typ, name)
-        if typ != NODE_GROUP or props.get("instanceTypes"):
-            continue
-        instance_type = (_launch_template(key, props, templates, links) or {}).get("instanceType")
-        if isinstance(instance_type, str) and instance_type:
-            overrides[key] = {"instanceTypes": [instance_type]}
+        if typ == NODE_GROUP and not props.get("instanceTypes"):
+            instance_type = _launch_template(key, props, templates, links or Links()).get("instanceType")
+            if isinstance(instance_type, str) and instance_type:
+                overrides[key] = {"instanceTypes": [instance_type]}
     return overrides
 
 
@@ -389,13 +386,8 @@ def stack_view(
 
 def _under_any(contracts: Sequence[Placement], judge: Callable[[Placement], list[Any]]) -> list[Any]:
     """Nothing when one of the contracts finds nothing wrong; else what the first one found."""
-    first: list[Any] | None = None
-    for contract in contracts:
-        found = judge(contract)
-        if not found:
-            return []
-        first = found if first is None else first
-    return first or []
+    found = [judge(contract) for contract in contracts]
+    return found[0] if found and all(found) else []
 
 
 def violations(
