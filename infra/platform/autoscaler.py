@@ -133,13 +133,11 @@ def helm_values(
     kubernetes_version: str,
     pools: Sequence[Pool],
 ) -> dict[str, Any]:
-    expander = config.expander
     priorities = expander_priorities(pools)
     ranked = len(priorities) > 1
-    if ranked:
-        # Cheapest fitting node first, spot first among equals; remaining ties go to the configured expander.
-        expander = "priority" if config.expander == "priority" else f"priority,{config.expander}"
-    values: dict[str, Any] = {
+    # Ranked pools: cheapest fitting node first, spot first among equals; remaining ties go to the configured expander.
+    expander = f"priority,{config.expander}" if ranked and config.expander != "priority" else config.expander
+    return {
         "cloudProvider": "aws",
         "awsRegion": region,
         "autoDiscovery": {"clusterName": cluster_name, "tags": discovery_tags(cluster_name)},
@@ -153,10 +151,8 @@ def helm_values(
             "scale-down-unneeded-time": config.scale_down_unneeded_time,
             "balance-similar-node-groups": str(config.balance_similar_node_groups).lower(),
         },
+        **({"expanderPriorities": priorities} if ranked else {}),
     }
-    if ranked:
-        values["expanderPriorities"] = priorities
-    return values
 
 
 def autoscaler(

@@ -26,8 +26,8 @@ REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
 
 # The chart's own default tolerations (values.yaml at v0.19.3), kept beside the contract's so
 # nodes tainted the NVIDIA way (nvidia.com/gpu) or reserved for critical add-ons still get the
-# plugin. The chart's full scheduling model (what it renders with or without our values) is
-# infra.tooling.chart_models, which the preview and the policy pack use.
+# plugin. What the chart renders from these values is the pinned chart itself, rendered by helm
+# in infra/tooling/chart_models.py (docs/decisions/0025); its tests compare this list with it.
 CHART_TOLERATIONS: tuple[dict[str, str], ...] = (
     {"key": "CriticalAddonsOnly", "operator": "Exists"},
     {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
@@ -41,12 +41,12 @@ def plugin_configs(placement: Placement) -> dict[str, dict[str, Any]]:
     plugin then advertises each GPU ``replicas`` times, and refuses (at Allocate) a
     container that asks for more than one shared GPU (``failRequestsGreaterThanOne``).
     """
-    configs: dict[str, dict[str, Any]] = {WHOLE_GPUS: {"version": "v1", "flags": {"migStrategy": "none"}}}
+    whole = {"version": "v1", "flags": {"migStrategy": "none"}}
+    configs: dict[str, dict[str, Any]] = {WHOLE_GPUS: whole}
     for pool in placement.pools:
         if pool.shared:
             configs[pool.name] = {
-                "version": "v1",
-                "flags": {"migStrategy": "none"},
+                **whole,
                 "sharing": {
                     "timeSlicing": {
                         "failRequestsGreaterThanOne": True,
@@ -81,8 +81,6 @@ def values(placement: Placement) -> dict[str, Any]:
         "nodeSelector": placement.node_selector(),
         # Replaces the NFD-label terms (lists are replaced whole by Helm).
         "affinity": placement.node_affinity(),
-        # The contract's toleration, plus the chart's own two so nodes tainted the
-        # NVIDIA way (nvidia.com/gpu) or reserved for critical add-ons still get it.
         "tolerations": [placement.toleration(), *(dict(t) for t in CHART_TOLERATIONS)],
         "priorityClassName": "system-node-critical",
         # No GPU Feature Discovery / NFD: nothing here needs their labels.

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from infra.workloads.durations import go_duration_seconds
 
 if TYPE_CHECKING:
-    from infra.platform.config import AlarmsConfig
+    from infra.platform.config import AlarmsConfig, Pool
 
 CONTAINER_INSIGHTS = "ContainerInsights"
 EKS_NAMESPACE = "AWS/EKS"
@@ -49,27 +48,13 @@ PERIOD_SECONDS = 60  # Container Insights publishes once a minute
 BY_NODE = "${PROP('Dim.NodeName')}"  # dynamic label: one line per node
 
 
-@dataclass(frozen=True)
-class PoolView:
-    """What the dashboard needs to know of a GPU pool."""
-
-    name: str
-    instance_types: tuple[str, ...]
-    gpus_per_node: int
-
-
-def _schema(*dimensions: str) -> str:
-    return "{" + ",".join((CONTAINER_INSIGHTS, *sorted(dimensions))) + "}"
-
-
 def _search(
     metric: str, dimensions: Sequence[str], cluster: str, extra: str = "", stat: str = "Average"
 ) -> str:
     """A metrics SEARCH expression (CloudWatch search syntax; exact matches in double quotes)."""
     assert tuple(sorted(dimensions)) in {tuple(sorted(d)) for d in METRICS[metric][1]}, (metric, dimensions)
-    query = f'{_schema(*dimensions)} MetricName="{metric}" ClusterName="{cluster}"'
-    if extra:
-        query += f" {extra}"
+    schema = ",".join((CONTAINER_INSIGHTS, *sorted(dimensions)))
+    query = " ".join(filter(None, (f'{{{schema}}} MetricName="{metric}" ClusterName="{cluster}"', extra)))
     return f"SEARCH('{query}', '{stat}', {PERIOD_SECONDS})"
 
 
@@ -77,41 +62,20 @@ def _any_of(dimension: str, values: Sequence[str]) -> str:
     return "(" + " OR ".join(f'{dimension}="{v}"' for v in values) + ")"
 
 
-def _widget(
-    title: str, metrics: list[list[Any]], region: str, *, y: int, x: int = 0, **extra: Any
-) -> dict[str, Any]:
-    return {
-        "type": "metric",
-        "x": x,
-        "y": y,
-        "width": 12,
-        "height": 6,
-        "properties": {
-            "title": title,
-            "region": region,
-            "view": "timeSeries",
-            "stacked": False,
-            "period": PERIOD_SECONDS,
-            "metrics": metrics,
-            **extra,
-        },
-    }
-
-
 def _expression(expression: str, ident: str, label: str) -> list[dict[str, Any]]:
     return [{"expression": expression, "id": ident, "label": label}]
 
 
-def _pool_search(metric: str, cluster: str, pool: PoolView) -> str:
-    return _search(metric, DEVICE_DIMENSIONS, cluster, _any_of("InstanceType", pool.instance_types))
+def _pool_search(metric: str, cluster: str, pool: Pool) -> str:
+    return _search(metric, DEVICE_DIMENSIONS, cluster, _any_of("InstanceType", pool.settings.instance_types))
 
 
-def _per_pool(metric: str, cluster: str, pools: Sequence[PoolView]) -> list[list[Any]]:
+def _per_pool(metric: str, cluster: str, pools: Sequence[Pool]) -> list[list[Any]]:
     return [
         _expression(
             f"AVG({_pool_search(metric, cluster, pool)})",
             f"p{index}",
-            f"{pool.name} ({', '.join(pool.instance_types)})",
+            f"{pool.name} ({', '.join(pool.settings.instance_types)})",
         )
         for index, pool in enumerate(pools)
     ]
@@ -125,11 +89,11 @@ def _cluster_metric(namespace: str, metric: str, cluster: str, label: str) -> li
     return [namespace, metric, "ClusterName", cluster, {"label": label}]
 
 
-def _gpu_nodes(cluster: str, pools: Sequence[PoolView]) -> list[list[Any]]:
+def _gpu_nodes(cluster: str, pools: Sequence[Pool]) -> list[list[Any]]:
     # Each GPU device of the pool reports one series; (x*0+1) turns each into 1 while it reports.
     rows = [
         _expression(
-            f"SUM({_pool_search('node_gpu_utilization', cluster, pool)}*0+1)/{pool.gpus_per_node}",
+            f"SUM({_pool_search('node_gpu_utilization', cluster, pool)}*0+1)/{pool.contract.gpus_per_node}",
             f"n{index}",
             f"{pool.name} GPU nodes",
         )
@@ -161,7 +125,7 @@ def _pending(cluster: str, namespaces: Sequence[str]) -> list[list[Any]]:
 
 
 def dashboard_body(
-    cluster: str, region: str, pools: Sequence[PoolView], gpu_namespaces: Sequence[str] = ()
+    cluster: str, region: str, pools: Sequence[Pool], gpu_namespaces: Sequence[str] = ()
 ) -> dict[str, Any]:
     """The GPU dashboard: utilization and memory per pool and per node, GPU nodes per pool, pending pods."""
     percent = {"yAxis": {"left": {"min": 0, "max": 100, "label": "%"}}}
@@ -182,9 +146,14 @@ def dashboard_body(
         ("GPU nodes per pool", _gpu_nodes(cluster, pools), maximum),
         ("Pending pods (unschedulable: waiting for a GPU node)", _pending(cluster, gpu_namespaces), maximum),
     ]
+    common = {"region": region, "view": "timeSeries", "stacked": False, "period": PERIOD_SECONDS}
     return {
         "widgets": [
-            _widget(title, rows, region, x=12 * (index % 2), y=6 * (index // 2), **extra)
+            {
+                "type": "metric",
+                **{"x": 12 * (index % 2), "y": 6 * (index // 2), "width": 12, "height": 6},
+                "properties": {"title": title, **common, "metrics": rows, **extra},
+            }
             for index, (title, rows, extra) in enumerate(panels)
         ]
     }

@@ -17,7 +17,6 @@ from infra.platform.autoscaler import autoscaler
 from infra.platform.cluster import cluster, secrets_key
 from infra.platform.config import PlatformConfig, Pool
 from infra.platform.device_plugin import device_plugin
-from infra.platform.gpu_metrics import PoolView
 from infra.platform.iam import node_role
 from infra.platform.network import Network, network
 from infra.platform.node_group import managed_node_group
@@ -54,9 +53,8 @@ class GpuPlatform(pulumi.ComponentResource):
         )
         after_pools = list(self.gpu_pools.values())
         on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=after_pools)
-        contract = config.contract
         self.device_plugin_namespace, self.device_plugin = device_plugin(
-            "nvidia-device-plugin", config.device_plugin, contract, on_cluster
+            "nvidia-device-plugin", config.device_plugin, config.contract, on_cluster
         )
         if config.autoscaler.enabled:
             autoscaler(
@@ -70,19 +68,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 ),
             )
         # GPU metrics, node health for auto-repair, dashboard and alarms (infra/platform/observability.py).
-        observability(
-            name,
-            config.observability,
-            cluster_name=config.cluster_name,
-            region=config.region,
-            kubernetes_version=config.kubernetes_version,
-            placement=contract,
-            pools=[
-                PoolView(p.name, p.settings.instance_types, p.settings.gpus_per_node) for p in config.pools
-            ],
-            pod_identity_agent=self.pod_identity_agent,
-            opts=after_nodes,
-        )
+        observability(name, config, pod_identity_agent=self.pod_identity_agent, opts=after_nodes)
         self.register_outputs({"kubeconfig": self.kubeconfig})
 
     def _node_groups(

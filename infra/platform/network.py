@@ -83,10 +83,9 @@ def network(
                 type=awsx.ec2.SubnetType.PUBLIC, cidr_blocks=public, tags={"kubernetes.io/role/elb": "1"}
             ),
         ],
+        # The config's values are awsx's own: Single, OnePerAz.
         nat_gateways=awsx.ec2.NatGatewayConfigurationArgs(
-            strategy=awsx.ec2.NatGatewayStrategy.SINGLE
-            if config.nat_gateways == "Single"
-            else awsx.ec2.NatGatewayStrategy.ONE_PER_AZ
+            strategy=awsx.ec2.NatGatewayStrategy(config.nat_gateways)
         ),
         opts=opts,
     )

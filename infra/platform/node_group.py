@@ -65,12 +65,6 @@ def managed_node_group(
         opts=opts,
         **launch_template_data(group.disk_size_gib),
     )
-    extra: dict[str, Any] = {}
-    if tags:
-        extra["tags"] = dict(tags)
-    if node_repair is not None:
-        # EKS node auto-repair: replace (or reboot) a node whose health conditions fail.
-        extra["node_repair_config"] = {"enabled": node_repair}
     return aws.eks.NodeGroup(
         name,
         cluster_name=cluster_name,
@@ -92,6 +86,8 @@ def managed_node_group(
         labels=dict(labels),
         taints=[dict(t) for t in taints],
         launch_template={"id": template.id, "version": template.latest_version.apply(str)},
-        **extra,
+        tags=dict(tags) if tags else None,
+        # EKS node auto-repair: replace (or reboot) a node whose health conditions fail.
+        node_repair_config=None if node_repair is None else {"enabled": node_repair},
         opts=opts,
     )

@@ -23,12 +23,12 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.platform import addons
-from infra.platform.gpu_metrics import PoolView, alarms, dashboard_body
+from infra.platform.gpu_metrics import alarms, dashboard_body
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.workloads.placement import Placement
 
 if TYPE_CHECKING:
-    from infra.platform.config import ObservabilityConfig
+    from infra.platform.config import PlatformConfig
 
 CLOUDWATCH_SERVICE_ACCOUNT = "cloudwatch-agent"
 CLOUDWATCH_POLICY_ARN = "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
@@ -52,23 +52,15 @@ def configuration_errors(schema: Mapping[str, Any], configuration: str) -> list[
 
 
 def observability(
-    name: str,
-    config: ObservabilityConfig,
-    *,
-    cluster_name: str,
-    region: str,
-    kubernetes_version: str,
-    placement: Placement,
-    pools: Sequence[PoolView],
-    pod_identity_agent: pulumi.Resource,
-    opts: pulumi.ResourceOptions,
+    name: str, platform: PlatformConfig, *, pod_identity_agent: pulumi.Resource, opts: pulumi.ResourceOptions
 ) -> None:
     """Declare the add-ons, the agent's IAM role, the dashboard and the alarms.
 
     The CloudWatch agent's pods start after ``pod_identity_agent`` (the platform's
     ``eks-pod-identity-agent`` add-on), or they run without credentials.
     """
-    on_cluster = (cluster_name, kubernetes_version)
+    config, cluster_name = platform.observability, platform.cluster_name
+    on_cluster = (cluster_name, platform.kubernetes_version)
     if config.node_monitoring_agent:
         addons.addon(f"{name}-node-monitoring", addons.NODE_MONITORING_ADDON, *on_cluster, opts)
     if not config.enabled:
@@ -89,13 +81,15 @@ def observability(
         pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(depends_on=[pod_identity_agent, attachment])
         ),
-        configuration_values=configuration_json(placement, container_logs=config.container_logs),
+        configuration_values=configuration_json(platform.contract, container_logs=config.container_logs),
         pod_identity_associations=[{"role_arn": role.arn, "service_account": CLOUDWATCH_SERVICE_ACCOUNT}],
     )
     aws.cloudwatch.Dashboard(
         f"{name}-dashboard",
         dashboard_name=f"{cluster_name}-gpu",
-        dashboard_body=json.dumps(dashboard_body(cluster_name, region, pools, config.gpu_namespaces)),
+        dashboard_body=json.dumps(
+            dashboard_body(cluster_name, platform.region, platform.pools, config.gpu_namespaces)
+        ),
         opts=opts,
     )
     for short, args in alarms(cluster_name, config.alarms).items():

@@ -16,8 +16,8 @@ import pytest
 from botocore.validate import ParamValidator
 
 from infra.platform.addons import ADDON_VERSIONS, CLOUDWATCH_ADDON, NODE_MONITORING_ADDON
-from infra.platform.config import AlarmsConfig, ObservabilityConfig
-from infra.platform.gpu_metrics import METRICS, PoolView, alarms, dashboard_body
+from infra.platform.config import AlarmsConfig, PlatformConfig, load
+from infra.platform.gpu_metrics import METRICS, alarms, dashboard_body
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.observability import (
     CLOUDWATCH_POLICY_ARN,
@@ -34,11 +34,24 @@ from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
 ROOT = Path(__file__).resolve().parents[2]
 
 CLUSTER = "eks-gpu-platform-dev"
-POOLS = [
-    PoolView("default", ("g5g.xlarge", "g5g.2xlarge"), 1),
-    PoolView("big", ("g5g.16xlarge",), 2),
-]
 CUSTOM = Placement(key="accelerator", value="nvidia-t4g")
+
+
+def _config(**observability: Any) -> PlatformConfig:
+    """A stack with the CUSTOM contract and two pools: one of 1-GPU types, one of a 2-GPU type."""
+    raw = {
+        "endpoint": {"publicAccessCidrs": ["203.0.113.0/24"]},
+        "placement": {"key": CUSTOM.key, "value": CUSTOM.value},
+        "gpuPools": {
+            "default": {"instanceTypes": ["g5g.xlarge", "g5g.2xlarge"]},
+            "big": {"instanceTypes": ["g5g.16xlarge"]},
+        },
+        "observability": observability,
+    }
+    return load(raw, region="us-west-2", default_cluster_name=CLUSTER)
+
+
+POOLS = _config().pools
 
 
 @cache
@@ -360,28 +373,18 @@ def test_alarms_without_a_topic_exist_but_notify_nobody() -> None:
 # --- resources ------------------------------------------------------------------------------
 
 
-def _declare(settings: ObservabilityConfig, pools=POOLS, placement: Placement = CUSTOM) -> Run:
+def _declare(config: PlatformConfig) -> Run:
     def program() -> None:
         agent = pulumi.CustomResource(
             "aws:eks/addon:Addon", "pod-identity", {"addonName": "eks-pod-identity-agent"}
         )
-        observability(
-            "obs",
-            settings,
-            cluster_name=CLUSTER,
-            region="us-west-2",
-            kubernetes_version="1.35",
-            placement=placement,
-            pools=pools,
-            pod_identity_agent=agent,
-            opts=pulumi.ResourceOptions(),
-        )
+        observability("obs", config, pod_identity_agent=agent, opts=pulumi.ResourceOptions())
 
     return run_program(program)
 
 
 def test_declares_addons_with_pod_identity_dashboard_and_alarms() -> None:
-    run = _declare(ObservabilityConfig(alarms={"sns_topic_arn": "arn:aws:sns:us-west-2:123456789012:gpu"}))
+    run = _declare(_config(alarms={"snsTopicArn": "arn:aws:sns:us-west-2:123456789012:gpu"}))
     cloudwatch = run.one("aws:eks/addon:Addon", "obs-cloudwatch")
     assert cloudwatch.inputs["addonName"] == CLOUDWATCH_ADDON
     assert cloudwatch.inputs["configurationValues"] == configuration_json(CUSTOM)
@@ -424,7 +427,7 @@ def test_declares_addons_with_pod_identity_dashboard_and_alarms() -> None:
 
 
 def test_switched_off_keeps_only_the_node_monitoring_agent() -> None:
-    run = _declare(ObservabilityConfig(enabled=False))
+    run = _declare(_config(enabled=False))
     assert {r.inputs["addonName"] for r in run.of_type("aws:eks/addon:Addon")} == {
         "eks-pod-identity-agent",
         NODE_MONITORING_ADDON,
@@ -434,7 +437,7 @@ def test_switched_off_keeps_only_the_node_monitoring_agent() -> None:
 
 def test_declared_agents_land_on_every_gpu_pool_of_a_custom_contract() -> None:
     """The add-on's declared inputs, the charts' defaults and the scheduler model: dcgm-exporter on GPU pools only."""
-    run = _declare(ObservabilityConfig())
+    run = _declare(_config())
     groups = [
         (
             "aws:eks/nodeGroup:NodeGroup",
@@ -447,7 +450,7 @@ def test_declared_agents_land_on_every_gpu_pool_of_a_custom_contract() -> None:
                 f"gpu-{p.name}",
                 {
                     "amiType": "AL2023_ARM_64_NVIDIA",
-                    "instanceTypes": list(p.instance_types),
+                    "instanceTypes": list(p.settings.instance_types),
                     "labels": {**CUSTOM.node_labels(), "eks-gpu/pool": p.name},
                     "taints": [CUSTOM.eks_taint()],
                 },
