@@ -1,37 +1,18 @@
 """The GPU components as a Pulumi component package, for TypeScript, Go, C#, Java and YAML stacks.
 
-``__main__.py`` serves the classes below with ``component_provider_host``. The SDK's
-analyzer (``pulumi.provider.experimental.analyzer``) builds the package schema from
-their annotations; the classes only *declare* what other languages see, and
-construction is the real component in :mod:`infra.workloads`, so the merge of the
-placement contract lives in one place.
+``__main__.py`` serves the classes below with ``component_provider_host``: the SDK's analyzer
+builds the package schema from their annotations, and construction is the real component in
+:mod:`infra.workloads`. What the analyzer (pulumi 3.272.0) dictates, each point pinned in
+``tests/provider/test_sdk_limits.py``:
 
-What the analyzer (pulumi 3.272.0) dictates here:
-
-- annotations are read with ``inspect.get_annotations`` and never evaluated: this
-  module must not use ``from __future__ import annotations`` (string annotations
-  crash the analyzer), and must not subclass ``infra.workloads.GpuDeployment``,
-  whose annotations are strings (the analyzer walks the whole MRO);
-- unions other than ``Optional`` are refused, so no ``Args | Mapping``;
-- a property's description is read from the analyzed class's own source only, so an
-  inherited field would lose it: each Args lists every input, in the order of its
-  dataclass (the shared ``GpuWorkloadArgs`` fields first; decision 0015);
-- another package's *types* (``k8s.apps.v1.DeploymentSpecArgs``) become empty local
-  object types, which would drop every field: Kubernetes objects are taken as
-  ``dict[str, Any]`` (``type: object`` of ``pulumi.json#/Any``) and passed on whole;
-- a property typed as a local object type is rebuilt field by field from the
-  engine's value, and when that value arrives as an Output (any value with a
-  dependency, e.g. a StackReference output) the SDK sees no fields at all
-  (``ComponentProvider.map_input_properties``): ``placement`` is therefore an open
-  object too, passed on whole and validated by :class:`infra.workloads.Placement`;
-- numbers arrive as floats, and the SDK's conversion of ``integer`` inputs to ``int``
-  is overwritten on the next line (``map_input_properties``: no ``continue``), so
-  ``gpus: 1`` arrives as ``1.0``, as do numbers inside objects: :func:`_whole_numbers`
-  turns integral floats into ints before the component checks them;
-- ``customTimeouts`` given on the component in another language never arrive:
-  ``ProviderServicer._construct_options`` builds a ``CustomTimeouts`` and does not
-  assign it, so the options reaching Construct have none. ``createTimeout``,
-  ``updateTimeout`` and ``deleteTimeout`` are plain inputs instead.
+- real annotations only (no ``from __future__ import annotations``, so no subclass of the
+  real components either: it walks the MRO), and no unions but ``Optional``;
+- Kubernetes objects and ``placement`` are open objects passed on whole: another package's
+  types become empty local types, and a typed object that arrives as an Output loses its fields;
+- descriptions come from the analysed class's own source, so each Args lists every input
+  (decision 0015);
+- numbers arrive as floats (:func:`_whole_numbers`), and ``customTimeouts`` never arrive, so
+  the timeouts are inputs.
 """
 
 import importlib.metadata
@@ -112,12 +93,9 @@ class GpuJobArgs(TypedDict):
 
 
 def _whole_numbers(value: Any) -> Any:
-    """``value`` with integral floats as ints, inside Outputs too.
+    """``value`` with integral floats as ints, inside Outputs too: the wire has only floats (``gpus: 1`` is 1.0).
 
-    The engine's wire format has only floats, so ``gpus: 1`` or a YAML
-    ``nvidia.com/gpu: 1`` arrives as ``1.0``; the component's GPU checks want whole
-    numbers (``1.5`` stays a float and is refused there), and Kubernetes' integer
-    fields take them either way.
+    The component's checks read ints as a Python user gives them; ``1.5`` stays a float and is refused there.
     """
     if isinstance(value, pulumi.Output):
         return value.apply(_whole_numbers)
@@ -130,24 +108,12 @@ def _whole_numbers(value: Any) -> Any:
     return value
 
 
-def _args(args: Mapping[str, Any]) -> dict[str, Any]:
-    """Every input the engine sent, by its snake_case name, with integral floats as ints.
-
-    Passed on whole, so a setting the user gave can never be dropped here: one the
-    component does not take fails in its args dataclass instead.
-    """
-    return {key: _whole_numbers(value) for key, value in args.items()}
-
-
 class _Served(pulumi.ComponentResource):
-    """A served component: its subclass is the schema; constructing it builds the real one in infra.workloads.
+    """A served component: its subclass is the schema; constructing it returns the real one of infra.workloads.
 
-    ``infra.workloads.GpuDeployment`` already registers as ``eks-gpu:index:GpuDeployment``:
-    wrapping it would put a GpuDeployment inside a GpuDeployment in every stack. The
-    SDK's provider calls the served class with the inputs mapped to the snake_case keys
-    of its Args and reads ``name``/``namespace`` from what it gets back, which the real
-    component has. Only private annotations here: the analyzer reads this class too, for
-    outputs, and skips names that start with an underscore.
+    The real one already registers under the same type token, so it is returned, not wrapped.
+    Every input is passed on (snake_case keys), so one the component does not take fails in
+    its args dataclass. Only private annotations here: the analyzer reads this class too.
     """
 
     _real: Any
@@ -157,7 +123,8 @@ class _Served(pulumi.ComponentResource):
         cls, resource_name: str, args: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None
     ) -> Any:
         component, component_args = cls._real
-        return component(resource_name, component_args(**_args(args)), opts)
+        inputs = {key: _whole_numbers(value) for key, value in args.items()}
+        return component(resource_name, component_args(**inputs), opts)
 
 
 class GpuDeployment(_Served):

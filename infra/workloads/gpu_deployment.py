@@ -1,9 +1,7 @@
 """``GpuDeployment``: a Kubernetes Deployment whose pods land on GPU nodes and only there.
 
-Thin over :mod:`infra.workloads.deployment`: the spec is read in Kubernetes' form
-(:mod:`infra.workloads.wire`), checked eagerly so bad input fails before anything is
-declared, and merged with the placement contract inside ``Output.apply`` so
-Outputs unknown during preview are fine (:mod:`infra.workloads.component`).
+Thin over :mod:`infra.workloads.deployment`, with the steps every GPU component takes
+(:mod:`infra.workloads.component`); adds a PodDisruptionBudget when there is more than one pod.
 """
 
 from __future__ import annotations
@@ -58,10 +56,7 @@ class GpuDeployment(pulumi.ComponentResource):
             component.check_flag(args.pod_disruption_budget, "pod_disruption_budget")
             component.check_flag(args.rolling_update_defaults, "rolling_update_defaults")
         waits = component.child_timeouts(component.DEPLOYMENT_TIMEOUT, given)
-        # The controller's progress deadline as long as Pulumi waits: pulumi-kubernetes does not
-        # fail on ProgressDeadlineExceeded, but kubectl rollout status and GitOps health checks do,
-        # and they should not call a slow scale-up failed while Pulumi still waits for it
-        # (infra.workloads.deployment.PROGRESS_DEADLINE_SECONDS).
+        # The progress deadline as long as Pulumi waits (deployment.PROGRESS_DEADLINE_SECONDS).
         deadline = int(max(duration_seconds(waits.create), duration_seconds(waits.update))) or int(
             duration_seconds(component.DEPLOYMENT_TIMEOUT)  # opts we could not read
         )
@@ -105,6 +100,3 @@ class GpuDeployment(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
-
-
-__all__ = ["TYPE_TOKEN", "GpuDeployment", "GpuDeploymentArgs"]
