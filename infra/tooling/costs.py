@@ -43,18 +43,12 @@ class CostReport:
     groups: tuple[GroupCost, ...]
     unpriced: tuple[str, ...]
     """Instance types the totals leave out for want of a price: the totals are partial if any."""
+    min_usd_per_hour: float
+    max_usd_per_hour: float
 
     @property
     def partial(self) -> bool:
         return bool(self.unpriced)
-
-    @property
-    def min_usd_per_hour(self) -> float:
-        return sum(g.min_usd_per_hour or 0.0 for g in self.groups)
-
-    @property
-    def max_usd_per_hour(self) -> float:
-        return sum(g.max_usd_per_hour or 0.0 for g in self.groups)
 
 
 def _bound(size: int, prices: list[float | None], pick: Callable[[list[float]], float]) -> float | None:
@@ -85,7 +79,8 @@ def stack_cost(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> CostR
     """The cost of every node group among ``resources`` (type, name, props)."""
     groups = sorted((group_cost(n, p) for t, n, p in resources if t == NODE_GROUP), key=lambda g: g.name)
     missing = {t for g in groups if None in (g.min_usd_per_hour, g.max_usd_per_hour) for t in g.unpriced}
-    return CostReport(groups=tuple(groups), unpriced=tuple(sorted(missing)))
+    low, high = (sum(getattr(g, b) or 0.0 for g in groups) for b in BOUNDS)
+    return CostReport(tuple(groups), tuple(sorted(missing)), min_usd_per_hour=low, max_usd_per_hour=high)
 
 
 def _money(per_hour: float | None, missing: str = "") -> str:

@@ -65,11 +65,9 @@ def platform_outputs(stack: str) -> dict[str, Any]:
     """
     from infra.workloads.placement import DEFAULT_PLACEMENT
 
-    parts = stack.split("/")
-    ours = len(parts) >= 2 and (PLATFORM_ROOT / "Pulumi.yaml").is_file()
-    placement = (
-        platform_contract(parts[-1]) if ours and parts[-2] == load_project_name(PLATFORM_ROOT) else None
-    )
+    parts, project_file = stack.split("/"), PLATFORM_ROOT / "Pulumi.yaml"
+    ours = len(parts) >= 2 and project_file.is_file() and parts[-2] == _project_name(project_file)
+    placement = platform_contract(parts[-1]) if ours else None
     return {
         "kubeconfig": computed(stack, "kubeconfig"),
         "placement": placement or DEFAULT_PLACEMENT.to_dict(),
@@ -83,11 +81,11 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
         return {p: computed(name, p) for p in ("kubeconfig", "kubeconfigJson")}
     if typ == "pulumi:pulumi:StackReference":
         return {"outputs": platform_outputs(named)}
-    if typ == "awsx:ec2:Vpc":
+    if typ == "awsx:ec2:Vpc":  # in three AZs
         subnets = {
             f"{k}SubnetIds": [computed(name, f"{k}SubnetIds[{i}]") for i in range(3)]
             for k in ("private", "public")
-        }  # 3 AZs
+        }
         return {"vpcId": computed(name, "vpcId"), **subnets}
     if typ == "aws:eks/nodeGroup:NodeGroup":
         return {
@@ -97,8 +95,6 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
         }
     if typ == "aws:iam/role:Role":
         return {"arn": _arn("iam", "role", named), "name": named}
-    if typ == "aws:iam/policy:Policy":
-        return {"arn": _arn("iam", "policy", named)}
     if typ == "aws:kms/key:Key":
         return {"arn": _arn("kms", "key", name), "keyId": computed(name, "keyId")}
     if typ == "aws:ec2/launchTemplate:LaunchTemplate":
@@ -115,8 +111,6 @@ def _call(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
         return {"accountId": "123456789012", "arn": _arn("iam", "user", "preview"), "userId": "preview"}
     if token == "aws:index/getRegion:getRegion":
         return {"name": "us-west-2", "region": "us-west-2"}
-    if token == "aws:index/getPartition:getPartition":
-        return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
     return {}
 
 
@@ -277,8 +271,8 @@ class ProjectError(ValueError):
     """A Pulumi project or stack file that cannot be read."""
 
 
-def load_project_name(project_dir: str | Path) -> str:
-    return yaml.safe_load((Path(project_dir) / "Pulumi.yaml").read_text())["name"]
+def _project_name(project_file: Path) -> str:
+    return yaml.safe_load(project_file.read_text())["name"]
 
 
 def load_project(project_dir: str | Path, stack: str) -> tuple[str, dict[str, Any]]:
@@ -286,7 +280,7 @@ def load_project(project_dir: str | Path, stack: str) -> tuple[str, dict[str, An
     directory = Path(project_dir)
     if not (directory / "Pulumi.yaml").is_file():
         raise ProjectError(f"{directory} is not a Pulumi project: no Pulumi.yaml")
-    project = load_project_name(directory)
+    project = _project_name(directory / "Pulumi.yaml")
     stack_file = directory / f"Pulumi.{stack}.yaml"
     if not stack_file.is_file():
         raise ProjectError(f"no stack {stack!r} in {directory}: {stack_file.name} is missing")

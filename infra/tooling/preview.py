@@ -8,9 +8,6 @@ every Kubernetes object as YAML (schema-checked for the cluster's version), each
 release's values and one JSON file of all resources.
 
     python -m infra.tooling.preview --stack dev [--out preview-out] [--project DIR ...]
-
-The device plugin's pods are rendered from its pinned chart by the helm that
-``bin/setup`` builds.
 """
 
 from __future__ import annotations
@@ -74,11 +71,6 @@ def _projects(stack: str, chosen: Sequence[str]) -> list[Path]:
                 f"skipping {project.relative_to(ROOT)}: runtime {runtime}; the offline preview runs Python programs"
             )
     return found
-
-
-def nodes_of(run: Run) -> list[Node]:
-    """One node per node group and instance type, offering what a real one would."""
-    return [node for group in run.of_type(NODE_GROUP) for node in group_nodes(group.name, group.inputs)]
 
 
 def _column(node: Node) -> str:
@@ -145,9 +137,6 @@ def _gpu_inputs(run: Run) -> list[str]:
     return lines
 
 
-IMAGE_COLUMN = "linux/arm64 image"
-
-
 def _image_status(pod: Mapping[str, Any]) -> str:
     """What the image check says of the pod's images (offline: not checked)."""
     containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
@@ -156,12 +145,10 @@ def _image_status(pod: Mapping[str, Any]) -> str:
 
 
 def placement_table(run: Run, nodes: list[Node]) -> list[str]:
-    """Which pools (node groups) each workload can land on: ``-``, ``yes``, or GPU pods per node.
-
-    The last column is the image architecture check of the workload's images.
-    """
+    """Which pools (node groups) each workload can land on (``-``, ``yes``, or GPU pods per node),
+    and the image architecture check of its images."""
     groups = sorted({_column(n) for n in nodes})
-    rows = [["workload", *groups, IMAGE_COLUMN]]
+    rows = [["workload", *groups, "linux/arm64 image"]]
     plain = ("(any pod without the toleration)", {"containers": [{"name": "app"}]})
     for name, pod in [*workloads_of(run), plain]:
         cells = []
@@ -258,10 +245,7 @@ def policy_input(project: str, stack: str, run: Run) -> tuple[list[tuple[str, st
 def project_report(
     name: str, stack: str, run: Run, nodes: list[Node], placement: Placement, region: str | None = None
 ) -> tuple[list[str], int]:
-    """One project's report as printed blocks (each block one ``print``), and its mandatory violations.
-
-    New sections go here, in the order they should print.
-    """
+    """One project's report as printed blocks, in order, and its mandatory violations."""
     blocks = [f"\n== {name} ({stack}): {len(run.resources)} resources", "\n".join(_tree(run))]
     blocks.append("\ncount per type:")
     blocks += [f"  {n:3d}  {typ}" for typ, n in sorted(Counter(r.type for r in run.resources).items())]
@@ -309,7 +293,8 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> None:
         _say(f"[{index}/{len(chosen)}] running {shown} (stack {stack}) on the mock engine ...")
         run = run_project(project, stack)
         name = load_project(project, stack)[0]
-        nodes = nodes or nodes_of(run)
+        # one node per node group and instance type, offering what a real one would
+        nodes = nodes or [n for g in run.of_type(NODE_GROUP) for n in group_nodes(g.name, g.inputs)]
         blocks, project_mandatory = project_report(
             name, stack, run, nodes, placement, root_config.get("aws:region")
         )
@@ -346,11 +331,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _cli() -> NoReturn:
-    """``main`` as a short-lived command: no cyclic GC, no interpreter teardown.
+    """``main`` as a short-lived command: no cyclic GC, no interpreter teardown (decision 0026).
 
-    The run allocates about a million long-lived objects and almost no cyclic garbage,
-    so the collector's passes only slow the imports (about a fifth); tearing the
-    interpreter down frees them one by one (~0.5 s), where the OS reclaims them at once.
+    The run allocates ~1M long-lived objects and almost no cyclic garbage: the collector only
+    slows the imports, and the teardown frees them one by one (~0.5 s) where the OS does at once.
     """
     gc.disable()
     code = main()
