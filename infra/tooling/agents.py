@@ -70,7 +70,6 @@ class Agent:
     pod: Mapping[str, Any] | None
     """Scheduling fields of the pod; None when they cannot be known offline."""
     resource: str = ""
-    device_plugin: bool = False
 
 
 @dataclass(frozen=True)
@@ -236,38 +235,33 @@ def _daemonset_agent(name: str, props: Mapping[str, Any], resource: str, placeme
     return Agent(label, daemonset_intent(props, pod, placement), "as declared", pod, resource)
 
 
-def _release_daemonsets(name: str, props: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    """The DaemonSets the pinned chart renders with the Release's values (name -> pod), or None; and why."""
+def _device_plugin_agents(
+    name: str, props: Mapping[str, Any], resource: str, placement: Placement
+) -> list[Agent]:
+    """Every DaemonSet the pinned chart renders with the Release's values (the plugin, the MPS control
+    daemon, GFD if enabled); one unknown agent when they cannot be rendered, saying why."""
     version, values = props.get("version"), props.get("values", {})
+    unknown = f"{DEVICE_PLUGIN} (helm {version})"
     try:
         pinned = chart_models.device_plugin_version()
         if version != pinned:
             shown = "not known yet" if version is None else repr(version)
-            return None, f"{DEVICE_PLUGIN} version {shown} is not the one pinned and rendered here ({pinned})"
+            why = f"{DEVICE_PLUGIN} version {shown} is not the one pinned and rendered here ({pinned})"
+            return [Agent(unknown, GPU, why, None, resource)]
         if not isinstance(values, Mapping) or _contains_none(values) or props.get("namespace", "") is None:
-            return None, "Release values or namespace not known yet"
+            return [Agent(unknown, GPU, "Release values or namespace not known yet", None, resource)]
         release, namespace = props.get("name") or name, props.get("namespace") or "default"
         rendered = chart_models.device_plugin_daemonsets(values, release, namespace)
     except chart_models.ChartUnavailable as error:
-        return None, f"the pinned chart cannot be rendered: {error}"
-    return rendered, f"Release values rendered by helm (chart {pinned})"
-
-
-def _device_plugin_agents(
-    name: str, props: Mapping[str, Any], resource: str, placement: Placement
-) -> list[Agent]:
-    """The plugin, and every other DaemonSet its chart renders (the MPS control daemon, GFD if enabled)."""
-    version = props.get("version")
-    rendered, source = _release_daemonsets(name, props)
-    if rendered is None:
-        return [Agent(f"{DEVICE_PLUGIN} (helm {version})", GPU, source, None, resource, device_plugin=True)]
+        return [Agent(unknown, GPU, f"the pinned chart cannot be rendered: {error}", None, resource)]
     agents = []
     for ds, pod in rendered.items():
-        plugin = chart_models.is_device_plugin(pod)
         # The MPS control daemon selects nvidia.com/mps.capable=true, set only where MPS sharing is configured.
         mps = ds.endswith("-mps-control-daemon")
+        plugin = chart_models.is_device_plugin(pod)
         intent = GPU if plugin else NONE if mps else daemonset_intent({}, pod, placement)
-        agents.append(Agent(f"{ds} (helm {version})", intent, source, pod, resource, device_plugin=plugin))
+        source = f"Release values rendered by helm (chart {pinned})"
+        agents.append(Agent(f"{ds} (helm {version})", intent, source, pod, resource))
     return agents
 
 
@@ -349,7 +343,7 @@ def land(agent: Agent, groups: Sequence[Group], placement: Placement) -> Landing
             f"{placement.node_selector()})"
         )
     if agent.intent == GPU and stray:
-        what = "the device plugin" if agent.device_plugin else "a GPU agent"
+        what = "the device plugin" if chart_models.is_device_plugin(agent.pod) else "a GPU agent"
         problems.append(f"is {what} but lands on non-GPU group(s) {stray}: select GPU nodes only")
     partial = [g.name for g in groups if where[g.name] != "yes"]
     advice = f"runs on every node but misses group(s) {partial}: tolerate their taints"

@@ -306,11 +306,8 @@ def _distinct(found: Sequence[Placement | None]) -> tuple[Placement, ...]:
 
 
 def _contract(make: Callable[..., Placement], *args: Any) -> Placement | None:
-    """The contract ``make(*args)`` builds; None if it is none (a ``placement`` output holding a pool name).
-
-    That is no declaration, and raising would fail the whole analysis (the SDK's
-    AnalyzeStack catches only unknown values).
-    """
+    """``make(*args)``, or None for what is no contract: no declaration, and no error that would fail
+    the whole analysis (the SDK's AnalyzeStack catches only unknown values)."""
     try:
         return make(*args)
     except PlacementError:

@@ -395,7 +395,8 @@ def test_every_daemonset_the_chart_renders_is_an_agent() -> None:
         a.name: a
         for a in agents_of([_release(name="nvidia-device-plugin", values=values)], DEFAULT_PLACEMENT)
     }
-    assert found["nvidia-device-plugin (helm 0.19.3)"].device_plugin
+    plugin = found["nvidia-device-plugin (helm 0.19.3)"]
+    assert chart_models.is_device_plugin(plugin.pod) and plugin.intent == "gpu-nodes"
     assert found["nvidia-device-plugin-gpu-feature-discovery (helm 0.19.3)"].intent == "gpu-nodes"
     assert found["nvidia-device-plugin-mps-control-daemon (helm 0.19.3)"].intent == "none"
     assert found["nvidia-device-plugin-node-feature-discovery-worker (helm 0.19.3)"].intent == "all-nodes"
