@@ -3,7 +3,7 @@
 Turns a recorded registration of a ``kubernetes:`` resource into the manifest the provider
 would send (``kubectl apply`` form), and validates it with ``kubernetes-validate`` against
 the JSON schemas of a given Kubernetes version, strict, so an unknown field is an error as
-it is for ``kubectl apply --validate=strict``.
+it is for ``kubectl apply --validate=strict`` (decision 0046).
 """
 
 from __future__ import annotations
