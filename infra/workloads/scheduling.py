@@ -1,9 +1,8 @@
-"""Could a pod land on a node? The scheduler's filters that decide GPU placement, in pure Python.
+"""Could a pod land on a node? kube-scheduler's filters that decide GPU placement, in pure Python.
 
-Implements what kube-scheduler checks for placement (TaintToleration,
-NodeAffinity incl. nodeSelector, NodeResourcesFit for extended resources) the
-way the Kubernetes docs define them, so tests, the offline preview and the
-autoscaler checks can show where a pod template would go without a cluster.
+TaintToleration, NodeAffinity (with nodeSelector) and NodeResourcesFit for ``nvidia.com/gpu``, so
+tests, the offline preview and the autoscaler checks can show where a pod would go without a
+cluster; tests/cluster/test_scheduling_differential.py holds it to the real scheduler.
 """
 
 from __future__ import annotations
@@ -59,14 +58,14 @@ class Node:
         cls, placement: Placement, pool: GpuPool, *, instance_type: str = "g5g.xlarge", arch: str = "arm64"
     ) -> Node:
         """A node of one of the contract's GPU pools: its labels, the GPU taint, and every GPU slot."""
-        node = cls.from_node_group(
+        return cls.from_node_group(
             pool.name,
             labels=placement.pool_labels(pool.name),
             eks_taints=[placement.eks_taint()],
             instance_type=instance_type,
             arch=arch,
+            gpus=pool.slots_per_node,
         )
-        return cls(node.name, node.labels, node.taints, {GPU_RESOURCE: pool.slots_per_node})
 
 
 def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
@@ -85,7 +84,12 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
     return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
 
 
-def _extended_resources(pod_spec: Mapping[str, Any]) -> set[str]:
+def admitted_tolerations(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The pod's tolerations after EKS's ExtendedResourceToleration admission plugin.
+
+    A pod asking for an extended resource (``nvidia.com/gpu``) tolerates a ``NoSchedule`` taint
+    of that name (plugin/pkg/admission/extendedresourcetoleration).
+    """
     names: set[str] = set()
     for container in [*(pod_spec.get("initContainers") or []), *(pod_spec.get("containers") or [])]:
         resources = container.get("resources") or {}
@@ -93,29 +97,8 @@ def _extended_resources(pod_spec: Mapping[str, Any]) -> set[str]:
             domain = name.split("/")[0] if "/" in name else ""
             if domain and domain != "kubernetes.io" and not domain.endswith(".kubernetes.io"):
                 names.add(name)
-    return names
-
-
-def admitted_tolerations(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The pod's tolerations after EKS's ExtendedResourceToleration admission plugin.
-
-    A pod asking for an extended resource (``nvidia.com/gpu``) tolerates a
-    ``NoSchedule`` taint of that name (plugin/pkg/admission/extendedresourcetoleration).
-    """
-    implied = [
-        {"key": n, "operator": "Exists", "effect": "NoSchedule"}
-        for n in sorted(_extended_resources(pod_spec))
-    ]
+    implied = [{"key": n, "operator": "Exists", "effect": "NoSchedule"} for n in sorted(names)]
     return [*(pod_spec.get("tolerations") or []), *implied]
-
-
-def untolerated_taints(pod_spec: Mapping[str, Any], node: Node) -> list[Mapping[str, str]]:
-    tolerations = admitted_tolerations(pod_spec)
-    return [
-        taint
-        for taint in node.taints
-        if taint.get("effect") in REPELLING_EFFECTS and not any(tolerates(t, taint) for t in tolerations)
-    ]
 
 
 _INT64 = re.compile(r"^[+-]?[0-9]+$")
@@ -163,21 +146,6 @@ def _term_matches(term: Mapping[str, Any], node: Node) -> bool:
     )
 
 
-def matches_node_selector(pod_spec: Mapping[str, Any], node: Node) -> bool:
-    selector = pod_spec.get("nodeSelector") or {}
-    return all(node.labels.get(k) == v for k, v in selector.items())
-
-
-def matches_required_affinity(pod_spec: Mapping[str, Any], node: Node) -> bool:
-    """Terms are ORed, expressions within a term ANDed; no affinity matches every node."""
-    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if not required:
-        return True
-    return any(_term_matches(term, node) for term in required.get("nodeSelectorTerms") or [])
-
-
 def _gpus(container: Mapping[str, Any]) -> int:
     resources = container.get("resources") or {}
     limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
@@ -191,8 +159,7 @@ def gpu_limit(pod_spec: Mapping[str, Any]) -> int:
     time, except sidecars (``restartPolicy: Always``), which keep theirs while
     every later container runs.
     """
-    sidecars = 0
-    peak = 0
+    sidecars = peak = 0
     for container in pod_spec.get("initContainers") or []:
         if container.get("restartPolicy") == "Always":
             sidecars += _gpus(container)
@@ -211,16 +178,23 @@ class Verdict:
 
 
 def fits(pod_spec: Mapping[str, Any], node: Node) -> Verdict:
-    reasons: list[str] = []
-    for taint in untolerated_taints(pod_spec, node):
-        reasons.append(f"untolerated taint {taint['key']}={taint.get('value', '')}:{taint['effect']}")
-    if not matches_node_selector(pod_spec, node):
+    """The filters' verdict: untolerated NoSchedule/NoExecute taints, nodeSelector and required
+    affinity (terms ORed, expressions ANDed; none matches every node), GPUs against allocatable."""
+    tolerations = admitted_tolerations(pod_spec)
+    reasons = [
+        f"untolerated taint {taint['key']}={taint.get('value', '')}:{taint['effect']}"
+        for taint in node.taints
+        if taint.get("effect") in REPELLING_EFFECTS and not any(tolerates(t, taint) for t in tolerations)
+    ]
+    if any(node.labels.get(k) != v for k, v in (pod_spec.get("nodeSelector") or {}).items()):
         reasons.append("nodeSelector does not match the node's labels")
-    if not matches_required_affinity(pod_spec, node):
+    affinity = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required and not any(_term_matches(term, node) for term in required.get("nodeSelectorTerms") or []):
         reasons.append("required node affinity does not match the node's labels")
-    needed = gpu_limit(pod_spec)
-    if needed > node.allocatable.get(GPU_RESOURCE, 0):
-        reasons.append(f"needs {needed} {GPU_RESOURCE}, node has {node.allocatable.get(GPU_RESOURCE, 0)}")
+    needed, allocatable = gpu_limit(pod_spec), node.allocatable.get(GPU_RESOURCE, 0)
+    if needed > allocatable:
+        reasons.append(f"needs {needed} {GPU_RESOURCE}, node has {allocatable}")
     return Verdict(fits=not reasons, reasons=tuple(reasons))
 
 

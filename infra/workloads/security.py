@@ -1,11 +1,9 @@
 """Security profiles for GPU pods: secure defaults that never stop the images people use.
 
-Most ML images (CUDA, PyTorch, vLLM, Triton) run as root. ``runAsNonRoot: true``
-makes the kubelet refuse them ("image will run as root"), so the default profile is
-the Pod Security Standards' *baseline*, hardened only where a root image cannot
-notice; *restricted* applies when the pod already runs as non-root, or on request.
-The user's own values always win, key by key, and the defaults never produce a
-combination the Kubernetes API refuses.
+Most ML images (CUDA, PyTorch, vLLM, Triton) run as root, and ``runAsNonRoot: true`` makes the
+kubelet refuse them, so the default is the Pod Security Standards' *baseline*, hardened only where
+a root image cannot notice; *restricted* applies when the pod already runs as non-root, or on
+request. The user's values win key by key; the defaults never make a combination the API refuses.
 """
 
 from __future__ import annotations
@@ -19,25 +17,28 @@ from infra.workloads.values import UNKNOWN, PodSpecError, known
 SECURITY_PROFILES = ("baseline", "restricted", "none")
 """``baseline``: root images start; ``restricted``: non-root, no capabilities; ``none``: nothing added."""
 
-RUNTIME_DEFAULT_SECCOMP: Mapping[str, Any] = {"type": "RuntimeDefault"}
+_SECCOMP: Mapping[str, Any] = {"type": "RuntimeDefault"}
 # Inference and training pods seldom talk to the Kubernetes API: no token unless asked for.
 POD_DEFAULTS: Mapping[str, Any] = {"automountServiceAccountToken": False}
-# baseline: the container runtime's seccomp filter (what Docker applies by default) and
-# no setuid escalation. A root process keeps its default capabilities, so images that
-# chown, bind low ports or switch users on start still start.
-BASELINE_POD_SECURITY: Mapping[str, Any] = {"seccompProfile": RUNTIME_DEFAULT_SECCOMP}
-BASELINE_CONTAINER_SECURITY: Mapping[str, Any] = {"allowPrivilegeEscalation": False}
-# restricted: the Pod Security Standards' restricted profile. GPU workloads need no
-# capabilities: the device plugin hands the GPU device files to the container.
-RESTRICTED_POD_SECURITY: Mapping[str, Any] = {"runAsNonRoot": True, "seccompProfile": RUNTIME_DEFAULT_SECCOMP}
-RESTRICTED_CONTAINER_SECURITY: Mapping[str, Any] = {
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-    "runAsNonRoot": True,
-    "seccompProfile": RUNTIME_DEFAULT_SECCOMP,
+# baseline: the runtime's seccomp filter and no setuid escalation; a root process keeps its default
+# capabilities, so images that chown, bind low ports or switch users on start still start.
+# restricted: the Pod Security Standards' restricted profile; GPU workloads need no capabilities
+# (the device plugin hands the GPU device files to the container).
+POD_SECURITY: Mapping[str, Mapping[str, Any]] = {
+    "baseline": {"seccompProfile": _SECCOMP},
+    "restricted": {"runAsNonRoot": True, "seccompProfile": _SECCOMP},
 }
-# allowPrivilegeEscalation: false is refused by the API beside privileged: true or an added
-# CAP_SYS_ADMIN (ValidateSecurityContext); the defaults stay away from SYS_ADMIN in either spelling.
+CONTAINER_SECURITY: Mapping[str, Mapping[str, Any]] = {
+    "baseline": {"allowPrivilegeEscalation": False},
+    "restricted": {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "seccompProfile": _SECCOMP,
+    },
+}
+# The API refuses allowPrivilegeEscalation: false beside privileged: true or an added CAP_SYS_ADMIN
+# (ValidateSecurityContext); the defaults stay away from SYS_ADMIN in either spelling.
 SYS_ADMIN = ("SYS_ADMIN", "CAP_SYS_ADMIN")
 
 
@@ -51,14 +52,17 @@ def check_profile(security_profile: object) -> str | None:
     return security_profile  # type: ignore[return-value]
 
 
-def _containers(pod: Mapping[str, Any]) -> list[Any] | Any:
-    """Every init container and container, or UNKNOWN if a list is not known yet."""
-    found: list[Any] = []
+def _contexts(pod: Mapping[str, Any], where: str = "spec") -> list[tuple[str, Any]]:
+    """(path, securityContext) of the pod, then of each container; UNKNOWN for what is not known yet."""
+    found = [(f"{where}.securityContext", pod.get("securityContext"))]
     for field in ("initContainers", "containers"):
         items = pod.get(field)
         if not known(items):
-            return UNKNOWN
-        found.extend(items or [])
+            found.append((f"{where}.{field}", UNKNOWN))
+            continue
+        for index, container in enumerate(items or []):
+            sc = container.get("securityContext") if isinstance(container, Mapping) else UNKNOWN
+            found.append((f"{where}.{field}[{index}].securityContext", sc))
     return found
 
 
@@ -67,21 +71,18 @@ def runs_as_non_root(pod: Mapping[str, Any]) -> bool:
 
     Then restricted costs nothing: the image was never going to run as root.
     """
-    pod_sc = pod.get("securityContext") or {}
-    containers = _containers(pod)
-    if not known(pod_sc) or not isinstance(pod_sc, Mapping) or not known(containers) or not containers:
+    (_, pod_sc), *containers = _contexts(pod)
+    pod_sc = pod_sc or {}
+    if not known(pod_sc) or not isinstance(pod_sc, Mapping) or not containers:
         return False
-    for container in containers:
-        if not isinstance(container, Mapping) or not known(container.get("securityContext")):
+    for _, sc in containers:
+        if not known(sc):
             return False
-        sc = container.get("securityContext") or {}
-        user = sc.get("runAsUser", pod_sc.get("runAsUser"))
-        non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
-        if isinstance(user, int) and not isinstance(user, bool) and user != 0:
-            continue
-        if non_root is True and user is None:
-            continue
-        return False
+        user = (sc or {}).get("runAsUser", pod_sc.get("runAsUser"))
+        non_root = (sc or {}).get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
+        non_zero_user = isinstance(user, int) and not isinstance(user, bool) and user != 0
+        if not (non_zero_user or (non_root is True and user is None)):
+            return False
     return True
 
 
@@ -108,28 +109,24 @@ def in_user_namespace(pod: Mapping[str, Any]) -> bool:
     """True if the pod runs in a user namespace (``hostUsers: false``), or may (not known yet).
 
     Pod Security's restricted level allows root there from policy version 1.35
-    (pod-security-admission ``policy/check_runAsNonRoot.go`` and ``check_runAsUser.go``,
-    ``relaxPolicyForUserNamespacePod``): root in the pod is not root on the node. An
-    unknown value counts as one, so nothing is refused or added for it before it is known.
+    (pod-security-admission ``relaxPolicyForUserNamespacePod``): root in the pod is not root on the node.
     """
     host_users = pod.get("hostUsers")
     return host_users is False or not known(host_users)
 
 
 def _container_defaults(
-    profile: str, sc: Any, pod_sc: Mapping[str, Any], user_namespace: bool = False
+    profile: str, sc: Any, pod_sc: Mapping[str, Any], user_namespace: bool
 ) -> dict[str, Any]:
     """The defaults a container may take without becoming one the API or the kubelet refuses."""
-    defaults = dict(RESTRICTED_CONTAINER_SECURITY if profile == "restricted" else BASELINE_CONTAINER_SECURITY)
+    defaults = dict(CONTAINER_SECURITY[profile])
     if user_namespace:
         defaults.pop("runAsNonRoot", None)  # root is allowed there and most ML images need it
     sc = sc if isinstance(sc, Mapping) else {}
-    privileged = sc.get("privileged")
     caps = sc.get("capabilities") or {}
     added = caps.get("add") if known(caps) and isinstance(caps, Mapping) else UNKNOWN
-    may_be_privileged = privileged not in (None, False)  # True, or not known yet
-    may_add_sys_admin = not known(added) or any(not known(c) or c in SYS_ADMIN for c in added or [])
-    if may_be_privileged or may_add_sys_admin:
+    may_be_privileged = sc.get("privileged") not in (None, False)  # True, or not known yet
+    if may_be_privileged or not known(added) or any(not known(c) or c in SYS_ADMIN for c in added or []):
         defaults.pop("allowPrivilegeEscalation")
     user = sc.get("runAsUser", pod_sc.get("runAsUser"))
     if not known(user) or user == 0:
@@ -137,43 +134,20 @@ def _container_defaults(
     return defaults
 
 
-def _some_user_is_root(pod: Mapping[str, Any]) -> bool:
-    """True if the pod or any container sets runAsUser 0 (or one not known yet)."""
-    pod_sc = pod.get("securityContext")
-    if not known(pod_sc) or (isinstance(pod_sc, Mapping) and pod_sc.get("runAsUser") in (0, UNKNOWN)):
-        return True
-    containers = _containers(pod)
-    if not known(containers):
-        return True
-    for container in containers:
-        sc = container.get("securityContext") if isinstance(container, Mapping) else UNKNOWN
-        if not known(sc) or (isinstance(sc, Mapping) and sc.get("runAsUser") in (0, UNKNOWN)):
-            return True
-    return False
-
-
 def _refuse_root_under_restricted(pod: Mapping[str, Any], where: str) -> None:
     """``restricted`` chosen explicitly beside an explicit root user: refused, not weakened.
 
-    The Pod Security Standards' restricted level forbids ``runAsUser: 0`` and
-    ``runAsNonRoot: false`` outside a user namespace; a namespace enforcing it would
-    refuse the pod, and quietly applying baseline instead would make ``restricted``
-    mean nothing. Not called for pods with ``hostUsers: false`` (:func:`in_user_namespace`).
+    The restricted level forbids ``runAsUser: 0`` and ``runAsNonRoot: false`` outside a user
+    namespace; a namespace enforcing it would refuse the pod, and quietly applying baseline
+    instead would make ``restricted`` mean nothing.
     """
-    pod_sc = pod.get("securityContext")
-    places: list[tuple[str, Any]] = [(f"{where}.securityContext", pod_sc)]
-    for field in ("initContainers", "containers"):
-        items = pod.get(field)
-        if known(items) and isinstance(items, list):
-            for index, container in enumerate(items):
-                sc = container.get("securityContext") if isinstance(container, Mapping) else None
-                places.append((f"{where}.{field}[{index}].securityContext", sc))
-    for path, sc in places:
+    for path, sc in _contexts(pod, where):
         if not known(sc) or not isinstance(sc, Mapping):
             continue
-        user, non_root = sc.get("runAsUser"), sc.get("runAsNonRoot")
-        if (user == 0 and not isinstance(user, bool)) or non_root is False:
-            setting = "runAsUser: 0" if user == 0 and not isinstance(user, bool) else "runAsNonRoot: false"
+        user = sc.get("runAsUser")
+        root_user = user == 0 and not isinstance(user, bool)
+        if root_user or sc.get("runAsNonRoot") is False:
+            setting = "runAsUser: 0" if root_user else "runAsNonRoot: false"
             raise PodSpecError(
                 f"{path}.{setting} runs as root, which security_profile='restricted' forbids (Pod "
                 "Security Standards: restricted); run as a non-root user (runAsUser: 1000) or use "
@@ -184,9 +158,9 @@ def _refuse_root_under_restricted(pod: Mapping[str, Any], where: str) -> None:
 def apply_profile(pod: dict[str, Any], profile: str | None, where: str = "spec") -> str:
     """Fill ``pod`` (Kubernetes form, a copy the caller owns) with the profile's defaults.
 
-    Returns the profile applied (``None`` resolves to baseline or restricted). An
-    explicit ``restricted`` beside a root user is refused, except in a user namespace
-    (``hostUsers: false``), where restricted allows root and ``runAsNonRoot`` is not added.
+    Returns the profile applied (``None`` resolves to baseline or restricted). An explicit
+    ``restricted`` beside a root user is refused, except in a user namespace (``hostUsers: false``),
+    where restricted allows root and ``runAsNonRoot`` is not added.
     """
     user_namespace = in_user_namespace(pod)
     if profile == "restricted" and not user_namespace:
@@ -197,19 +171,21 @@ def apply_profile(pod: dict[str, Any], profile: str | None, where: str = "spec")
         return profile
     for key, value in POD_DEFAULTS.items():
         pod.setdefault(key, value)
-    pod_defaults = dict(RESTRICTED_POD_SECURITY if profile == "restricted" else BASELINE_POD_SECURITY)
-    pod_sc = pod.get("securityContext")
-    if user_namespace or _some_user_is_root(pod):
+    pod_defaults = dict(POD_SECURITY[profile])
+    some_user_is_root = any(
+        not known(sc) or (isinstance(sc, Mapping) and sc.get("runAsUser") in (0, UNKNOWN))
+        for _, sc in _contexts(pod)
+    )
+    if user_namespace or some_user_is_root:
         pod_defaults.pop("runAsNonRoot", None)  # every container inherits it; one may run as root
-    pod["securityContext"] = _merge(pod_defaults, pod_sc)
+    pod["securityContext"] = _merge(pod_defaults, pod.get("securityContext"))
     pod_sc = pod["securityContext"] if known(pod["securityContext"]) else {}
     for field in ("initContainers", "containers"):
         items = pod.get(field)
-        if not known(items) or not isinstance(items, list):
-            continue
-        for container in items:
+        for container in items if known(items) and isinstance(items, list) else []:
             if isinstance(container, dict) and known(container.get("securityContext")):
                 sc = container.get("securityContext")
-                defaults = _container_defaults(profile, sc, pod_sc, user_namespace)
-                container["securityContext"] = _merge(defaults, sc)
+                container["securityContext"] = _merge(
+                    _container_defaults(profile, sc, pod_sc, user_namespace), sc
+                )
     return profile
