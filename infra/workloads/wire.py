@@ -2,9 +2,9 @@
 
 ``GpuDeployment`` accepts what ``kubernetes.apps.v1.Deployment`` accepts. To merge
 the contract into it, the spec has to be read in one form: the camelCase dicts
-the provider sends to Kubernetes. The naming rules are the Pulumi SDK's own
-(``pulumi._types`` through ``infra.workloads.sdk``, the same tables its serializer uses), so user map keys
-(labels, nodeSelector) are never renamed, exactly as in ``pulumi up``.
+the provider sends to Kubernetes. The naming rules are the tables of the Pulumi SDK's own
+serializer (through ``infra.workloads.sdk``), so user map keys (labels, nodeSelector) are
+never renamed, exactly as in ``pulumi up``.
 """
 
 from __future__ import annotations
@@ -75,25 +75,23 @@ def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
     if _types.is_input_type(type(value)):
         typ = type(value)
         value = _types.input_type_to_dict(value)
-    if isinstance(value, abc.Mapping):
-        if typ is not None and _types.is_input_type(typ):
-            names = _types.input_type_py_to_pulumi_names(typ)
-            types = _types.input_type_types(typ)
-            result: dict[str, Any] = {}
-            spelled: dict[str, str] = {}
-            for key, item in value.items():
-                if item is None:
-                    continue
-                name = names.get(key) or key
-                if name in spelled:
-                    raise WireError(
-                        f"{name!r} is given twice, as {spelled[name]!r} and {key!r}: keep one spelling"
-                    )
-                spelled[name] = key
-                result[name] = to_wire(item, types.get(name), unknown=unknown)
-            return result
-        item_type = _type_arg(typ, 1)
-        return {k: to_wire(v, item_type, unknown=unknown) for k, v in value.items() if v is not None}
+    if isinstance(value, abc.Mapping):  # an Args' fields by their Kubernetes names; a map's keys as they are
+        typed = typ is not None and _types.is_input_type(typ)
+        names = _types.input_type_py_to_pulumi_names(typ) if typed else {}
+        types = _types.input_type_types(typ) if typed else {}
+        result: dict[str, Any] = {}
+        spelled: dict[str, str] = {}
+        for key, item in value.items():
+            name = names.get(key) or key
+            if item is None:
+                continue
+            if name in spelled:
+                raise WireError(
+                    f"{name!r} is given twice, as {spelled[name]!r} and {key!r}: keep one spelling"
+                )
+            spelled[name] = key
+            result[name] = to_wire(item, types.get(name) if typed else _type_arg(typ, 1), unknown=unknown)
+        return result
     if isinstance(value, (list, tuple)):
         item_type = _type_arg(typ, 0)
         return [to_wire(v, item_type, unknown=unknown) for v in value]
