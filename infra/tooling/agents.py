@@ -194,18 +194,14 @@ def _selects_gpu_nodes(pod: Mapping[str, Any], placement: Placement) -> bool:
     required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or {}
-    return any(
-        e.get("operator") == "In"
-        and (
-            e.get("key") in (placement.key, POOL_LABEL)
-            or (
-                e.get("key") == INSTANCE_TYPE_LABEL
-                and all(map(is_gpu_instance_type, e.get("values") or [""]))
+    for term in required.get("nodeSelectorTerms") or []:
+        for e in term.get("matchExpressions") or []:
+            types = e.get("key") == INSTANCE_TYPE_LABEL and all(
+                map(is_gpu_instance_type, e.get("values") or [""])
             )
-        )
-        for term in required.get("nodeSelectorTerms") or []
-        for e in term.get("matchExpressions") or []
-    )
+            if e.get("operator") == "In" and (e.get("key") in (placement.key, POOL_LABEL) or types):
+                return True
+    return False
 
 
 def _annotated(props: Mapping[str, Any]) -> str | None:
