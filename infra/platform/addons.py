@@ -1,4 +1,4 @@
-"""EKS add-ons, each pinned per Kubernetes version so a preview shows no change when nothing changed.
+"""EKS add-ons pinned per Kubernetes version, and pinned Helm charts: no diff when nothing changed.
 
 pulumi-eks, left alone, takes the newest add-on version on every run (``getAddonVersion(mostRecent)``
 in ``nodejs/eks/cluster/cluster.ts``), so a new eksbuild shows up as a diff nobody asked for. The
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the policy pack imports this module's names without pulumi-aws
     import pulumi
     import pulumi_aws as aws
+    import pulumi_kubernetes as k8s
 
 VPC_CNI = "vpc-cni"
 KUBE_PROXY = "kube-proxy"
@@ -70,6 +71,33 @@ def addon(
         resolve_conflicts_on_create=RESOLVE_CONFLICTS,
         resolve_conflicts_on_update=RESOLVE_CONFLICTS,
         **extra,
+        opts=opts,
+    )
+
+
+def helm_release(
+    name: str,
+    chart: str,
+    repository: str,
+    chart_version: str,
+    namespace: pulumi.Input[str],
+    values: Mapping[str, Any],
+    opts: pulumi.ResourceOptions,
+) -> k8s.helm.v3.Release:
+    """A Helm release of a pinned chart; a failed install or upgrade rolls back instead of half-applying."""
+    import pulumi_kubernetes as k8s
+
+    return k8s.helm.v3.Release(
+        name,
+        name=chart,
+        chart=chart,
+        version=chart_version,
+        repository_opts={"repo": repository},
+        namespace=namespace,
+        values=values,
+        atomic=True,
+        cleanup_on_fail=True,
+        timeout=600,
         opts=opts,
     )
 

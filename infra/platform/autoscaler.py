@@ -1,15 +1,9 @@
 """Cluster Autoscaler: GPU nodes only while GPU pods need them, scale from zero included.
 
-Discovery is limited to the GPU pools (``node_pools.discovery_tags``): EKS tags
-every managed group's ASG for discovery, and an autoscaler that also scaled the
-system group would fight ``pulumi up`` over its size. Each pool's ASG gets only
-tags EKS does not set (``node_pools.asg_tags``), from which the autoscaler imagines
-the node of a pool at zero.
-
-Start order: the release waits for its Pod Identity association and the
-``eks-pod-identity-agent`` add-on; a pod started before them gets no AWS
-credentials (Pod Identity injects them at pod creation) and hop limit 1 leaves it
-no IMDS fallback.
+It discovers the GPU pools only (an autoscaler that also scaled the system group would fight
+``pulumi up`` over its size) and starts after its Pod Identity association, or it has no AWS
+credentials. Discovery, the zero-node template, the expander and the IAM scoping are explained in
+docs/platform.md ("Scale from zero", "Which pool scales up").
 """
 
 from __future__ import annotations
@@ -23,7 +17,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from infra.platform.config import AutoscalerConfig, PlatformConfig, Pool
+from infra.platform.addons import helm_release
+from infra.platform.config import PlatformConfig, Pool
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.node_pools import (
@@ -126,22 +121,18 @@ def expander_priorities(pools: Sequence[Pool]) -> dict[str, list[str]]:
     return dict(sorted(priorities.items(), key=lambda item: -int(item[0])))
 
 
-def helm_values(
-    config: AutoscalerConfig,
-    cluster_name: str,
-    region: str,
-    kubernetes_version: str,
-    pools: Sequence[Pool],
-) -> dict[str, Any]:
-    priorities = expander_priorities(pools)
+def helm_values(platform: PlatformConfig) -> dict[str, Any]:
+    """The chart's values: discover the GPU pools, run on the system nodes, rank the pools."""
+    config, cluster_name = platform.autoscaler, platform.cluster_name
+    priorities = expander_priorities(platform.pools)
     ranked = len(priorities) > 1
     # Ranked pools: cheapest fitting node first, spot first among equals; remaining ties go to the configured expander.
     expander = f"priority,{config.expander}" if ranked and config.expander != "priority" else config.expander
     return {
         "cloudProvider": "aws",
-        "awsRegion": region,
+        "awsRegion": platform.region,
         "autoDiscovery": {"clusterName": cluster_name, "tags": discovery_tags(cluster_name)},
-        "image": {"tag": IMAGE_TAGS[kubernetes_version]},
+        "image": {"tag": IMAGE_TAGS[platform.kubernetes_version]},
         "fullnameOverride": "cluster-autoscaler",
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         # On the untainted system nodes, never on the GPU nodes it scales away.
@@ -168,7 +159,7 @@ def autoscaler(
     cluster_name, region = config.cluster_name, config.region
     for pool, group in pools:
         asg_name = group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
-        for key, value in asg_tags(cluster_name, config.contract, pool.contract).items():
+        for key, value in asg_tags(config.contract, pool.contract).items():
             short = key.removeprefix(f"{TEMPLATE}/").replace("/", "-").replace(".", "-")
             aws.autoscaling.Tag(
                 f"{name}-{pool.name}-{short}",
@@ -192,20 +183,13 @@ def autoscaler(
         role_arn=role.arn,
         opts=opts,
     )
-    return k8s.helm.v3.Release(
+    after = pulumi.ResourceOptions(depends_on=[association, policy, pod_identity_agent])
+    return helm_release(
         name,
-        name=CHART,
-        chart=CHART,
-        version=config.autoscaler.chart_version,
-        repository_opts={"repo": REPOSITORY},
-        namespace=NAMESPACE,
-        values=helm_values(
-            config.autoscaler, cluster_name, region, config.kubernetes_version, [p for p, _ in pools]
-        ),
-        atomic=True,
-        cleanup_on_fail=True,
-        timeout=600,
-        opts=pulumi.ResourceOptions.merge(
-            k8s_opts, pulumi.ResourceOptions(depends_on=[association, policy, pod_identity_agent])
-        ),
+        CHART,
+        REPOSITORY,
+        config.autoscaler.chart_version,
+        NAMESPACE,
+        helm_values(config),
+        pulumi.ResourceOptions.merge(k8s_opts, after),
     )

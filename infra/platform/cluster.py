@@ -1,16 +1,9 @@
 """The EKS control plane: pulumi-eks ``eks.Cluster``, secrets encrypted with our KMS key.
 
-API authentication mode (access entries, no aws-auth ConfigMap), no default node
-group and no extra security groups: managed nodes use the cluster's primary
-security group, which EKS manages.
-
-Who else writes here:
-- EKS gives the identity that creates the cluster an admin access entry itself
-  (pulumi-eks hard-codes ``bootstrapClusterCreatorAdminPermissions``), and adds
-  EC2_LINUX entries for managed node groups' roles. ``clusterAdmins`` adds the rest;
-  listing the creator again fails with 409 ResourceInUseException.
-- pulumi-eks installs vpc-cni and kube-proxy as EKS add-ons and, unless given a
-  version, picks the newest on every run; both are pinned here (``addons.py``).
+Access entries (no aws-auth ConfigMap), no default node group, no extra security groups (managed
+nodes use the cluster's primary one). EKS itself gives the creator an admin entry (pulumi-eks sets
+``bootstrapClusterCreatorAdminPermissions``) and the node role its EC2_LINUX entry, so
+``clusterAdmins`` adds only the rest; the vpc-cni and kube-proxy add-ons pulumi-eks installs are pinned.
 """
 
 from __future__ import annotations

@@ -191,12 +191,12 @@ class NetworkConfig(Section):
                 ": an existing VPC needs both vpcId and privateSubnetIds (at least two, in two AZs)"
             )
         low, high = VPC_PREFIXES  # a range of prefix lengths: no Field constraint says that
-        if not self.vpc_id and not low <= self.cidr.prefixlen <= high:
-            raise ValueError(
-                f".cidr must be an IPv4 block from /{low} to /{high}, the VPC sizes AWS CreateVpc accepts, "
-                f"got '{self.cidr}'; e.g. 10.0.0.0/16"
-            )
         if not self.vpc_id:
+            if not low <= self.cidr.prefixlen <= high:
+                raise ValueError(
+                    f".cidr must be an IPv4 block from /{low} to /{high}, the VPC sizes AWS CreateVpc "
+                    f"accepts, got '{self.cidr}'; e.g. 10.0.0.0/16"
+                )
             subnet_layout(self.cidr, self.availability_zones)  # refuses a CIDR too small for the subnets
         return self
 
@@ -498,10 +498,7 @@ HINTS = {
 def _setting(loc: tuple[Any, ...]) -> str:
     if loc[-1:] == ("[key]",):  # a map's key: the pool's name itself
         return f"{_setting(loc[:-2])} key {loc[-2]!r}"
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
 
 
 def _message(error: Mapping[str, Any]) -> str:
@@ -517,8 +514,7 @@ def _message(error: Mapping[str, Any]) -> str:
         message = f"{setting} is required"
     elif kind == "value_error":  # our own checks: the message continues the key
         text = str(error["ctx"]["error"])
-        message = f"{setting}{text}" if text[:1] in ".:" or not setting else f"{setting} {text}"
-        message = message.lstrip(".: ")
+        message = (setting + (text if text[:1] in ".:" else f" {text}")).lstrip(".: ")
     else:
         got = "" if ", got" in error["msg"] else f", got {error['input']!r}"
         message = f"{setting}: {error['msg']}{got}"

@@ -1,12 +1,8 @@
 """The NVIDIA device plugin, as a Helm release whose DaemonSet runs on every GPU node and no other.
 
-The AL2023 NVIDIA AMIs ship the driver and container toolkit but not the device
-plugin, so without it no node advertises ``nvidia.com/gpu``. The chart's defaults
-would not land on our nodes: its default affinity requires Node Feature Discovery
-labels (``feature.node.kubernetes.io/pci-10de.present`` ...) that nothing here
-sets, and its default tolerations do not include the contract's taint. Helm
-merges maps and replaces lists, so the values below replace the affinity's
-``nodeSelectorTerms`` and the tolerations list whole.
+The AL2023 NVIDIA AMIs ship no device plugin, so without it no node advertises ``nvidia.com/gpu``,
+and the chart's defaults land on none of our nodes (Node Feature Discovery affinity, no toleration
+of the contract's taint): the values replace both (docs/platform.md, "Why the device plugin needs our values").
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from infra.platform.addons import helm_release
 from infra.platform.config import DevicePluginConfig
 from infra.platform.node_pools import WHOLE_GPUS
 from infra.workloads.placement import GPU_RESOURCE, Placement
@@ -93,18 +90,8 @@ def device_plugin(
     name: str, config: DevicePluginConfig, placement: Placement, opts: pulumi.ResourceOptions
 ) -> tuple[k8s.core.v1.Namespace, k8s.helm.v3.Release]:
     namespace = k8s.core.v1.Namespace(name, metadata={"name": config.namespace}, opts=opts)
-    release = k8s.helm.v3.Release(
-        name,
-        name=CHART,
-        chart=CHART,
-        version=config.chart_version,
-        repository_opts={"repo": REPOSITORY},
-        namespace=namespace.metadata["name"],
-        values=values(placement),
-        # A failed upgrade rolls back instead of leaving GPU nodes without a plugin.
-        atomic=True,
-        cleanup_on_fail=True,
-        timeout=600,
-        opts=opts,
+    # A failed upgrade rolls back instead of leaving GPU nodes without a plugin.
+    release = helm_release(
+        name, CHART, REPOSITORY, config.chart_version, namespace.metadata["name"], values(placement), opts
     )
     return namespace, release

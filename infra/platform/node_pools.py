@@ -1,10 +1,7 @@
 """What every node of a GPU pool carries, and what the autoscaler is told about it: pure, one place.
 
-The node group (labels, taints, tags), the device plugin (which pools are time-sliced),
-the autoscaler's node template and the preview all read these functions, so a pool at
-zero nodes is imagined exactly as a real node will be. The GPU count a time-sliced pool
-advertises goes on the node group's tags, which Cluster Autoscaler's zero-node template
-reads last (it wins), and on the ASG as the fallback (docs/platform.md, "Scale from zero").
+The node groups, the device plugin, the autoscaler's tags and the preview all read these, so a
+pool at zero nodes is imagined exactly as a real node will be (docs/platform.md, "Scale from zero").
 """
 
 from __future__ import annotations
@@ -12,10 +9,8 @@ from __future__ import annotations
 from infra.workloads.placement import GPU_RESOURCE, GpuPool, Placement
 
 TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
-# Cluster Autoscaler knows a node is a GPU node only by this label (aws_cloud_provider.go
-# GPULabel); then it holds a new node as unready until nvidia.com/gpu is allocatable
-# (processors/customresources/gpu_processor.go) instead of scaling up a second time.
-# Any value works; the value is only reported in metrics (T4G is not in its known list).
+# Cluster Autoscaler's GPU node label (aws_cloud_provider.go GPULabel; docs/platform.md says why).
+# Any value works: it is only reported in metrics (T4G is not in its known list).
 ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
 ACCELERATOR = "nvidia-t4g"
 # The NVIDIA device plugin's config-manager picks the named config in this node label
@@ -24,8 +19,7 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 # The plugin's default config: every pool without sharing (and any node without the label)
 # runs it. A time-sliced pool's config takes the pool's name, so no pool may be called this.
 WHOLE_GPUS = "whole-gpus"
-# Our own discovery tag: the autoscaler scales GPU pools only (EKS tags every managed
-# group's ASG with k8s.io/cluster-autoscaler/enabled and .../<cluster>, the system group's too).
+# Our own discovery tag: EKS tags every managed group's ASG for discovery, the system group's too.
 AUTOSCALED_TAG = "eks-gpu/autoscaled"
 AUTOSCALED_VALUE = "true"
 # The system node group's label: the autoscaler runs there, and no pool or contract may reuse the key.
@@ -46,7 +40,7 @@ def node_group_tags(pool: GpuPool) -> dict[str, str]:
     return {f"{TEMPLATE}/resources/{GPU_RESOURCE}": str(pool.slots_per_node)}
 
 
-def asg_tags(cluster_name: str, placement: Placement, pool: GpuPool) -> dict[str, str]:
+def asg_tags(placement: Placement, pool: GpuPool) -> dict[str, str]:
     """Tags we put on the pool's ASG: only ones EKS does not set itself.
 
     EKS sets ``k8s.io/cluster-autoscaler/enabled`` and ``.../<cluster>`` on every managed

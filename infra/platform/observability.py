@@ -1,16 +1,10 @@
 """Operate the GPU nodes: GPU metrics from the CloudWatch add-on, node health for repair, dashboard, alarms.
 
-- ``amazon-cloudwatch-observability`` (EKS add-on): the CloudWatch agent on every node and
-  NVIDIA dcgm-exporter on the GPU nodes (Container Insights ``node_gpu_*``); AWS access by
-  EKS Pod Identity with ``CloudWatchAgentServerPolicy``. Sent values: root ``tolerations``
-  (the contract's, replacing the chart's tolerate-everything) and ``containerLogs.enabled``.
-- ``eks-node-monitoring-agent`` (EKS add-on): the node conditions EKS auto-repair acts on;
-  its chart tolerates every taint, so it needs no values.
-- the dashboard and alarms of :mod:`infra.platform.gpu_metrics`.
-
-Why these values, and what the charts do with them: docs/decisions/0032-cloudwatch-addon-values.md.
-``python -m infra.platform.observability --print-config 1.35 [--container-logs]`` prints the
-configurationValues; ``--check-config 1.35 --schema FILE`` validates both variants.
+``amazon-cloudwatch-observability`` runs the CloudWatch agent and dcgm-exporter (Pod Identity,
+``CloudWatchAgentServerPolicy``); ``eks-node-monitoring-agent`` reports the node conditions EKS
+auto-repair acts on; the dashboard and alarms come from :mod:`infra.platform.gpu_metrics`. Why the
+values: docs/decisions/0032. ``python -m infra.platform.observability --print-config 1.35
+[--container-logs]`` prints the configurationValues; ``--check-config 1.35 --schema FILE`` checks them.
 """
 
 from __future__ import annotations

@@ -41,17 +41,14 @@ def live_desired_sizes(cluster_name: str, pools: Iterable[str]) -> dict[str, tup
     groups = aws.eks.get_node_groups(cluster_name=cluster_name).names or []
     sizes: dict[str, tuple[str, int]] = {}
     for pool in pools:
-        found = [(_desired_size(cluster_name, g), g) for g in sorted(groups) if owns(pool, g)]
+        found = []
+        for name in sorted(g for g in groups if owns(pool, g)):
+            scaling = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=name).scaling_configs
+            found.append((int(scaling[0].desired_size) if scaling else 0, name))
         if found:
             size, group = max(found)
             sizes[pool] = (group, size)
     return sizes
-
-
-def _desired_size(cluster_name: str, node_group_name: str) -> int:
-    group = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=node_group_name)
-    scaling = group.scaling_configs or []
-    return int(scaling[0].desired_size) if scaling else 0
 
 
 def desired_size(name: str, pool: GpuPoolConfig, live: int | None, autoscaled: bool) -> int:
@@ -80,15 +77,10 @@ def desired_sizes(
     for name, pool in config.gpu_pools.items():
         group, size = live.get(name, ("", None))
         sizes[name] = desired_size(name, pool, size, autoscaled)
-        if not autoscaled and size is not None:
-            _warn_if_kept(name, pool, group, size)
+        if not autoscaled and size is not None and pool.desired_size is not None and pool.desired_size < size:
+            pulumi.log.warn(
+                f"gpuPools.{name}.desiredSize {pool.desired_size} is below the {size} nodes node group {group} "
+                "runs now: they are kept (a resize never removes nodes that may run pods); drain the extra "
+                "nodes, then scale in with `aws eks update-nodegroup-config`"
+            )
     return sizes
-
-
-def _warn_if_kept(name: str, pool: GpuPoolConfig, group: str, live: int) -> None:
-    if pool.desired_size is not None and pool.desired_size < live:
-        pulumi.log.warn(
-            f"gpuPools.{name}.desiredSize {pool.desired_size} is below the {live} nodes node group {group} "
-            "runs now: they are kept (a resize never removes nodes that may run pods); drain the extra "
-            "nodes, then scale in with `aws eks update-nodegroup-config`"
-        )

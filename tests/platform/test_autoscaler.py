@@ -32,7 +32,7 @@ def dev() -> Run:
 
 def _template(pool: GpuPool, instance_type: str):
     """The node the autoscaler builds for the pool at zero: ASG tags, then the node group's tags on top."""
-    tags = {**asg_tags(CLUSTER, CONTRACT, pool), **node_group_tags(pool)}
+    tags = {**asg_tags(CONTRACT, pool), **node_group_tags(pool)}
     return node_template(f"{pool.name}-template", tags, instance_type)
 
 
@@ -44,7 +44,7 @@ def _pods_that_fit(pod: dict, node) -> int:
 
 
 def test_pool_asgs_get_only_tags_eks_does_not_set() -> None:
-    tags = asg_tags(CLUSTER, CONTRACT, INFERENCE)
+    tags = asg_tags(CONTRACT, INFERENCE)
     assert "k8s.io/cluster-autoscaler/enabled" not in tags
     assert f"k8s.io/cluster-autoscaler/{CLUSTER}" not in tags
     assert tags == {

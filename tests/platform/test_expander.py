@@ -88,7 +88,7 @@ def winners(
     ``values`` are the autoscaler release's Helm values; by default the ones ``config`` gives.
     """
     if values is None:
-        values = helm_values(config.autoscaler, config.cluster_name, config.region, "1.35", config.pools)
+        values = helm_values(config)
     options = [name for name in config.gpu_pools if name not in at_max and _fits(config, name, pod)]
     for expander in values["extraArgs"]["expander"].split(","):
         if expander == "priority":
@@ -103,7 +103,7 @@ def winners(
 def _fits(config: PlatformConfig, name: str, pod: Mapping[str, Any]) -> bool:
     contract = config.contract
     pool = contract.pool(name)
-    tags = {**asg_tags(config.cluster_name, contract, pool), **node_group_tags(pool)}
+    tags = {**asg_tags(contract, pool), **node_group_tags(pool)}
     return fits(pod, node_template(name, tags, config.gpu_pools[name].instance_types[0])).fits
 
 
@@ -194,7 +194,7 @@ def test_a_pool_is_ranked_by_the_dearest_type_it_may_start() -> None:
 
 def test_pools_of_one_rank_need_no_priorities_and_keep_the_configured_expander() -> None:
     config = _config({"a": {}, "b": {}}, expander="most-pods")
-    values = helm_values(config.autoscaler, "c", "us-west-2", "1.35", config.pools)
+    values = helm_values(config)
     assert values["extraArgs"]["expander"] == "most-pods"
     assert "expanderPriorities" not in values
 
@@ -204,6 +204,6 @@ def test_priority_alone_leaves_ties_to_random() -> None:
         {"a": {}, "b": {"instanceTypes": ["g5g.2xlarge"]}},
         expander="priority",
     )
-    values = helm_values(config.autoscaler, "c", "us-west-2", "1.35", config.pools)
+    values = helm_values(config)
     assert values["extraArgs"]["expander"] == "priority"
     assert winners(config, _pod(config, gpus=1)) == {"a"}
