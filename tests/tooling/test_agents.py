@@ -24,9 +24,9 @@ from infra.platform.addons import ADDON_VERSIONS, CLOUDWATCH_ADDON, NODE_MONITOR
 from infra.platform.config import DEVICE_PLUGIN_CHART_VERSION
 from infra.platform.device_plugin import values as device_plugin_values
 from infra.tooling import agents, chart_models
-from infra.tooling.agents import agents_of, contract_groups, daemonset_intent, landings, table
+from infra.tooling.agents import agents_of, contract_groups, daemonset_intent, groups_of, landings, table
 from infra.tooling.offline import Run, run_project
-from infra.tooling.policy_rules import RULES, check
+from infra.tooling.policy_rules import RULES, check, gpu_node_group_contract
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
 from tests.tooling import crossguard
 
@@ -354,6 +354,23 @@ def test_the_cloudwatch_addon_with_chart_defaults_would_land_everywhere_and_ours
         assert (
             landing.where["batch"] == expected
         )  # a group tainted for something else: only Exists tolerates it
+
+
+@pytest.mark.parametrize(
+    ("props", "gpu"),
+    [
+        ({"amiType": "AL2_x86_64_GPU", "instanceTypes": ["t3.large"]}, True),
+        ({"amiType": "BOTTLEROCKET_ARM_64_NVIDIA_FIPS", "instanceTypes": ["t4g.large"]}, True),
+        ({"amiType": "AL2023_ARM_64_STANDARD", "instanceTypes": ["g5g.xlarge"]}, True),
+        ({"amiType": "AL2023_ARM_64_STANDARD", "instanceTypes": ["t4g.large"]}, False),
+    ],
+)
+def test_the_agent_table_and_the_node_group_rule_agree_on_which_groups_are_gpu_groups(
+    props: dict, gpu: bool
+) -> None:
+    (group,) = groups_of([(agents.NODE_GROUP, "g", props)], DEFAULT_PLACEMENT)
+    assert group.gpu is gpu
+    assert bool(gpu_node_group_contract(agents.NODE_GROUP, props, DEFAULT_PLACEMENT)) is gpu
 
 
 def test_intent_comes_from_the_annotation_or_from_what_the_daemonset_asks_for() -> None:
