@@ -196,19 +196,6 @@ RULES = (
     RuleSpec("gpu-agents-on-gpu-pools", gpu_agents_on_gpu_pools, "mandatory", stack=True),
     RuleSpec("agent-placement-unknown", agent_placement_unknown, "advisory", stack=True),
 )
-LEVELS = ("mandatory", "advisory", "disabled")
-
-
-def levels(config: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Each rule's enforcement level: the defaults, overridden by policy config; bad config refused."""
-    result = {r.name: r.default_level for r in RULES}
-    for name, level in (config or {}).items():
-        if name not in result:
-            raise ValueError(f"unknown policy {name!r}; allowed: {', '.join(result)}")
-        if level not in LEVELS:
-            raise ValueError(f"policy {name}: level must be one of {', '.join(LEVELS)}, got {level!r}")
-        result[name] = level
-    return result
 
 
 def placement_from_config(policy: str, config: Mapping[str, Any] | None) -> Placement | None:
@@ -420,19 +407,17 @@ class Violation:
 def check(
     resources: list[tuple[str, str, Mapping[str, Any]]],
     placement: Placement | None = None,
-    config: Mapping[str, Any] | None = None,
     links: Links | None = None,
 ) -> list[Violation]:
-    """Run every enabled rule over (type, name, props) triples, as the pack does.
+    """Run every rule at its default level over (type, name, props) triples, as the pack does.
 
     ``placement``: judge by this contract (as pack config would); None: by the one the
     stack declares (:func:`declared_contracts`). ``links``: parents and dependencies.
+    Levels are the Pulumi CLI's to override (``--policy-pack-config``).
     """
-    enforcement = levels(config)
     view = stack_view(resources, links, placement)
     return [
-        Violation(spec.name, enforcement[spec.name], resource, message)
+        Violation(spec.name, spec.default_level, resource, message)
         for spec in RULES
-        if enforcement[spec.name] != "disabled"
         for resource, message in violations(spec, resources, view)
     ]

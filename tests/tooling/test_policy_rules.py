@@ -16,7 +16,6 @@ from infra.tooling.policy_rules import (
     gpu_node_group_contract,
     gpu_toleration_without_gpu,
     gpu_workload_placement,
-    levels,
     placement_from_config,
     security_baseline,
 )
@@ -279,14 +278,16 @@ def test_plain_pulumi_aws_resources_as_the_sdk_registers_them(run) -> None:
     ]
 
 
-def test_levels_are_configurable_and_bad_config_is_refused() -> None:
-    assert levels({"gpu-toleration-without-gpu": "mandatory"})["gpu-toleration-without-gpu"] == "mandatory"
-    with pytest.raises(ValueError, match="unknown policy 'gpu-placement'; allowed: gpu-workload-placement"):
-        levels({"gpu-placement": "mandatory"})
-    with pytest.raises(ValueError, match="level must be one of mandatory, advisory, disabled"):
-        levels({"security-baseline": "warn"})
-    squatter = ("kubernetes:apps/v1:Deployment", "x", _deployment(GPU_POD))
-    assert check([squatter], DEFAULT_PLACEMENT, {"gpu-workload-placement": "disabled"}) == []
+def test_check_reports_each_rule_at_its_default_level() -> None:
+    """Overriding levels is the Pulumi CLI's (--policy-pack-config), not the preview's."""
+    rogue = ("kubernetes:apps/v1:Deployment", "rogue", _deployment(GPU_POD))
+    squatter_pod = {"containers": [{"name": "c"}], "tolerations": [DEFAULT_PLACEMENT.toleration()]}
+    squatter = ("kubernetes:apps/v1:Deployment", "squatter", _deployment(squatter_pod))
+    found = {(v.rule, v.level, v.resource) for v in check([rogue, squatter], DEFAULT_PLACEMENT)}
+    assert found == {
+        ("gpu-workload-placement", "mandatory", "kubernetes:apps/v1:Deployment rogue"),
+        ("gpu-toleration-without-gpu", "advisory", "kubernetes:apps/v1:Deployment squatter"),
+    }
 
 
 def test_custom_placement_is_enforced() -> None:
