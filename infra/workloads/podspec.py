@@ -187,10 +187,8 @@ def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> GpuDemand:
     """Set the containers' GPUs; return what the pod asks of one node."""
     init = _counts(pod, "initContainers", where)
     main = _counts(pod, "containers", where)
-    if not known(main):
-        return _demand(pod, init, UNKNOWN)
-    if not main:
-        raise PodSpecError(f"{where}.containers must list at least one container")
+    if not known(main) or not main:
+        return _demand(pod, init, main)  # no containers: the API refuses that as written
     if all(count is None for _, count, _ in main):
         main = _give_first(pod, gpus, where)
         if not known(main):

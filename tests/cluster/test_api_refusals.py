@@ -146,6 +146,12 @@ LEFT_TO_THE_API: list[Case] = [
     Case("Job", _job(activeDeadlineSeconds=-1), "spec.activeDeadlineSeconds"),
     Case("Job", _job(parallelism=-1), "spec.parallelism"),
     Case("Job", _job(backoffLimit=-1), "spec.backoffLimit"),
+    Case("Pod", {"containers": []}, "spec.containers"),
+    Case(
+        "Deployment",
+        _deployment(template={"metadata": {"labels": LABELS}, "spec": {"containers": []}}),
+        "spec.template.spec.containers",
+    ),
     Case(
         "Pod",
         {

@@ -179,7 +179,6 @@ def test_placement_read_back_from_a_stack_output_is_applied(run) -> None:
         ),
         ({"spec": deployment_spec(), "gpus": 0}, PodSpecError, "gpus must be a whole number >= 1"),
         ({"spec": deployment_spec(), "gpus": "2"}, PodSpecError, "gpus must be a whole number >= 1"),
-        ({"spec": deployment_spec(containers=[])}, PodSpecError, "at least one container"),
         ({"spec": {"serviceName": "x", **deployment_spec()}}, PodSpecError, "not a Deployment spec"),
         ({"spec": deployment_spec(), "placement": {"key": "kubernetes.io/gpu"}}, ValueError, "EKS refuses"),
         ({"spec": deployment_spec(), "replicas": 3}, TypeError, "unexpected keyword argument 'replicas'"),

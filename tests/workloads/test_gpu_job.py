@@ -272,7 +272,6 @@ def test_args_as_the_provider_hands_them_over_camel_case_and_floats(run) -> None
             r"not a Job spec: unknown field\(s\) \['replicas'\]",
         ),
         ({"spec": job_spec(), "gpus": 1.5}, PodSpecError, "gpus must be a whole number >= 1"),
-        ({"spec": job_spec(containers=[])}, PodSpecError, "at least one container"),
         (
             {"spec": job_spec(nodeSelector={"GPU": "false"})},
             PodSpecError,
