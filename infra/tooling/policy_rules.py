@@ -337,10 +337,8 @@ def declared_contracts(resources: Resources, links: Links | None = None) -> tupl
     ]
     placed = []
     for t, n, p in resources:
-        if (
-            t in WORKLOAD_TYPES
-            and links.parents.get(resource_key(t, n), "").split(" ", 1)[0] in GPU_COMPONENTS
-        ):
+        parent_type = links.parents.get(resource_key(t, n), "").split(" ", 1)[0]
+        if t in WORKLOAD_TYPES and parent_type in GPU_COMPONENTS:
             pod = pod_spec_of(t, p) or {}
             placed += _paired(pod.get("tolerations"), pod.get("nodeSelector") or {}, GPU_TAINT_EFFECT)
     for found in (exported, carried, placed):
@@ -405,9 +403,7 @@ class Violation:
 
 
 def check(
-    resources: list[tuple[str, str, Mapping[str, Any]]],
-    placement: Placement | None = None,
-    links: Links | None = None,
+    resources: Resources, placement: Placement | None = None, links: Links | None = None
 ) -> list[Violation]:
     """Run every rule at its default level over (type, name, props) triples, as the pack does.
 
