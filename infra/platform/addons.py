@@ -75,31 +75,15 @@ def addon(
     )
 
 
-def helm_release(
-    name: str,
-    chart: str,
-    repository: str,
-    chart_version: str,
-    namespace: pulumi.Input[str],
-    values: Mapping[str, Any],
-    opts: pulumi.ResourceOptions,
-) -> k8s.helm.v3.Release:
-    """A Helm release of a pinned chart; a failed install or upgrade rolls back instead of half-applying."""
+def helm_release(name: str, chart: str, repository: str, **inputs: Any) -> k8s.helm.v3.Release:
+    """A release of a pinned ``chart`` (``version``, ``namespace``, ``values``, ``opts`` as Release takes them).
+
+    A failed install or upgrade rolls back instead of leaving half a release (on GPU nodes: no plugin).
+    """
     import pulumi_kubernetes as k8s
 
-    return k8s.helm.v3.Release(
-        name,
-        name=chart,
-        chart=chart,
-        version=chart_version,
-        repository_opts={"repo": repository},
-        namespace=namespace,
-        values=values,
-        atomic=True,
-        cleanup_on_fail=True,
-        timeout=600,
-        opts=opts,
-    )
+    pinned = {"name": chart, "chart": chart, "repository_opts": {"repo": repository}}
+    return k8s.helm.v3.Release(name, **pinned, atomic=True, cleanup_on_fail=True, timeout=600, **inputs)
 
 
 if __name__ == "__main__":  # (Kubernetes version, add-on, version) per pin, for bin/check-addon-versions

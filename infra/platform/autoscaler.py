@@ -188,8 +188,8 @@ def autoscaler(
         name,
         CHART,
         REPOSITORY,
-        config.autoscaler.chart_version,
-        NAMESPACE,
-        helm_values(config),
-        pulumi.ResourceOptions.merge(k8s_opts, after),
+        version=config.autoscaler.chart_version,
+        namespace=NAMESPACE,
+        values=helm_values(config),
+        opts=pulumi.ResourceOptions.merge(k8s_opts, after),
     )

@@ -41,9 +41,8 @@ from infra.platform.node_pools import SYSTEM_LABEL, WHOLE_GPUS
 from infra.workloads.durations import go_duration_seconds
 from infra.workloads.placement import CAPACITY_TYPES, POOL_LABEL, GpuPool, Placement, PlacementError
 
-# The minors with pinned add-ons (addons.py): those in EKS standard support (AWS user guide,
-# "kubernetes-versions"): 1.34 ended on 2026-12-02, 1.35 runs to 2027-03-27, 1.36 to about
-# 2027-08. Clusters move one minor at a time, so a 1.34 stack upgrades to 1.35 first.
+# The minors with pinned add-ons (addons.py), those in EKS standard support (AWS user guide,
+# "kubernetes-versions": 1.35 to 2027-03-27, 1.36 to about 2027-08; 1.34 in HINTS).
 SUPPORTED_KUBERNETES_VERSIONS = tuple(ADDON_VERSIONS)
 DEFAULT_KUBERNETES_VERSION = "1.35"
 DEVICE_PLUGIN_CHART_VERSION = "0.19.3"

@@ -31,38 +31,28 @@ CHART_TOLERATIONS: tuple[dict[str, str], ...] = (
 )
 
 
-def plugin_configs(placement: Placement) -> dict[str, dict[str, Any]]:
-    """Named device plugin configs (api/config/v1): whole GPUs, plus one per time-sliced pool.
-
-    A time-sliced pool's nodes carry ``nvidia.com/device-plugin.config=<pool>``; the
-    plugin then advertises each GPU ``replicas`` times, and refuses (at Allocate) a
-    container that asks for more than one shared GPU (``failRequestsGreaterThanOne``).
-    """
-    whole = {"version": "v1", "flags": {"migStrategy": "none"}}
-    configs: dict[str, dict[str, Any]] = {WHOLE_GPUS: whole}
-    for pool in placement.pools:
-        if pool.shared:
-            configs[pool.name] = {
-                **whole,
-                "sharing": {
-                    "timeSlicing": {
-                        "failRequestsGreaterThanOne": True,
-                        "resources": [{"name": GPU_RESOURCE, "replicas": pool.time_slicing_replicas}],
-                    }
-                },
-            }
-    return configs
-
-
 def _sharing_values(placement: Placement) -> dict[str, Any]:
-    if not any(pool.shared for pool in placement.pools):
+    """Named device plugin configs (api/config/v1): whole GPUs by default, one per time-sliced pool.
+
+    A time-sliced pool's nodes carry ``nvidia.com/device-plugin.config=<pool>``; the plugin then
+    advertises each GPU ``replicas`` times and refuses (at Allocate) a container that asks for more
+    than one shared GPU (``failRequestsGreaterThanOne``).
+    """
+    shared = [pool for pool in placement.pools if pool.shared]
+    if not shared:
         return {}  # no config map: no config-manager sidecar, nothing to go wrong
+    whole = {"version": "v1", "flags": {"migStrategy": "none"}}
+    configs = {WHOLE_GPUS: whole}
+    for pool in shared:
+        resources = [{"name": GPU_RESOURCE, "replicas": pool.time_slicing_replicas}]
+        configs[pool.name] = {
+            **whole,
+            "sharing": {"timeSlicing": {"failRequestsGreaterThanOne": True, "resources": resources}},
+        }
     return {
         "config": {
             "default": WHOLE_GPUS,
-            "map": {
-                name: yaml.safe_dump(cfg, sort_keys=False) for name, cfg in plugin_configs(placement).items()
-            },
+            "map": {name: yaml.safe_dump(cfg, sort_keys=False) for name, cfg in configs.items()},
         },
         # With any config map the chart assumes MIG may be in play and adds SYS_ADMIN
         # (_helpers.tpl, allPossibleMigStrategiesAreNone / deviceListStrategyIncludesVolumeMount);
@@ -90,8 +80,13 @@ def device_plugin(
     name: str, config: DevicePluginConfig, placement: Placement, opts: pulumi.ResourceOptions
 ) -> tuple[k8s.core.v1.Namespace, k8s.helm.v3.Release]:
     namespace = k8s.core.v1.Namespace(name, metadata={"name": config.namespace}, opts=opts)
-    # A failed upgrade rolls back instead of leaving GPU nodes without a plugin.
     release = helm_release(
-        name, CHART, REPOSITORY, config.chart_version, namespace.metadata["name"], values(placement), opts
+        name,
+        CHART,
+        REPOSITORY,
+        version=config.chart_version,
+        namespace=namespace.metadata["name"],
+        values=values(placement),
+        opts=opts,
     )
     return namespace, release

@@ -75,12 +75,12 @@ class GpuPlatform(pulumi.ComponentResource):
         self, name: str, config: PlatformConfig, net: Network, sizes: dict[str, int]
     ) -> list[tuple[Pool, aws.eks.NodeGroup]]:
         """The system group, and each GPU pool with its node group; after the cluster and the role's policies."""
-        nodes = node_role(f"{name}-node", pulumi.ResourceOptions(parent=self))
+        role, attachments = node_role(f"{name}-node", pulumi.ResourceOptions(parent=self))
         # Node groups come after the cluster and the role's policy attachments, and go before them.
-        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[self.cluster, *nodes.attachments])
+        after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[self.cluster, *attachments])
         common = {
             "cluster_name": config.cluster_name,
-            "node_role_arn": nodes.role.arn,
+            "node_role_arn": role.arn,
             "subnet_ids": net.private_subnet_ids,
             "kubernetes_version": config.kubernetes_version,
             "opts": after_cluster,

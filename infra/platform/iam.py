@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -41,16 +40,10 @@ NODE_MANAGED_POLICIES: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class NodeRole:
-    """The nodes' role and its policy attachments: a node group waits for both."""
-
-    role: aws.iam.Role
-    attachments: tuple[aws.iam.RolePolicyAttachment, ...]
-
-
-def node_role(name: str, opts: pulumi.ResourceOptions) -> NodeRole:
-    """One role for both node groups: both need exactly the same permissions.
+def node_role(
+    name: str, opts: pulumi.ResourceOptions
+) -> tuple[aws.iam.Role, tuple[aws.iam.RolePolicyAttachment, ...]]:
+    """One role for both node groups (both need exactly the same permissions), and its policy attachments.
 
     Node groups must depend on the attachments, not only on the role: created
     after them, deleted before them, or EKS cannot clean up the group's EC2
@@ -67,4 +60,4 @@ def node_role(name: str, opts: pulumi.ResourceOptions) -> NodeRole:
         )
         for policy in NODE_MANAGED_POLICIES
     )
-    return NodeRole(role, attachments)
+    return role, attachments

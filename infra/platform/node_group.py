@@ -9,7 +9,6 @@ gives the desired size to send (``pool_sizes``), so no update terminates a runni
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -17,28 +16,6 @@ import pulumi_aws as aws
 from infra.platform.config import NodeGroupConfig
 
 ROOT_DEVICE = "/dev/xvda"  # the AL2023 EKS AMIs' root device
-
-
-def launch_template_data(disk_size_gib: int) -> dict[str, Any]:
-    """The launch template, in pulumi-aws's (snake_case) input form."""
-    return {
-        "metadata_options": {
-            "http_endpoint": "enabled",
-            "http_tokens": "required",  # IMDSv2 only
-            "http_put_response_hop_limit": 1,  # containers cannot reach IMDS, so not the node role
-        },
-        "block_device_mappings": [
-            {
-                "device_name": ROOT_DEVICE,
-                "ebs": {
-                    "volume_size": disk_size_gib,
-                    "volume_type": "gp3",
-                    "encrypted": "true",
-                    "delete_on_termination": "true",
-                },
-            }
-        ],
-    }
 
 
 def managed_node_group(
@@ -62,8 +39,23 @@ def managed_node_group(
     template = aws.ec2.LaunchTemplate(
         f"{name}-lt",
         update_default_version=True,
+        metadata_options={
+            "http_endpoint": "enabled",
+            "http_tokens": "required",  # IMDSv2 only
+            "http_put_response_hop_limit": 1,  # containers cannot reach IMDS, so not the node role
+        },
+        block_device_mappings=[
+            {
+                "device_name": ROOT_DEVICE,
+                "ebs": {
+                    "volume_size": group.disk_size_gib,
+                    "volume_type": "gp3",
+                    "encrypted": "true",
+                    "delete_on_termination": "true",
+                },
+            }
+        ],
         opts=opts,
-        **launch_template_data(group.disk_size_gib),
     )
     return aws.eks.NodeGroup(
         name,

@@ -10,8 +10,9 @@ values: docs/decisions/0032. ``python -m infra.platform.observability --print-co
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_aws as aws
@@ -32,17 +33,6 @@ def configuration_json(placement: Placement, *, container_logs: bool = False) ->
     """The add-on's exact configurationValues: every agent tolerates the contract's taint, and only that."""
     values = {"tolerations": [placement.toleration()], "containerLogs": {"enabled": container_logs}}
     return json.dumps(values, sort_keys=True)
-
-
-def configuration_errors(schema: Mapping[str, Any], configuration: str) -> list[str]:
-    """Why the add-on's schema (its ``$schema`` draft) would refuse ``configuration`` (JSON text); empty if none."""
-    import jsonschema  # a dev tool: only bin/check-addon-versions needs it
-
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    return sorted(
-        f"{'.'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
-        for error in validator.iter_errors(json.loads(configuration))
-    )
 
 
 def observability(
@@ -109,12 +99,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.schema:
         parser.error("--check-config needs --schema FILE")
-    with open(args.schema, encoding="utf-8") as handle:
-        schema = json.load(handle)
+    import jsonschema  # a dev tool: only bin/check-addon-versions needs it
+
+    schema = json.loads(Path(args.schema).read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)  # the schema's own $schema draft
     status = 0
     for logs in (False, True):
         sent = configuration_json(DEFAULT_PLACEMENT, container_logs=logs)
-        errors = configuration_errors(schema, sent)
+        errors = sorted(
+            f"{'.'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
+            for error in validator.iter_errors(json.loads(sent))
+        )
         print(f"{'REFUSED' if errors else 'ok':8} configurationValues {sent}")
         for error in errors:
             print(f"         {error}")
