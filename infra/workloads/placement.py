@@ -88,8 +88,11 @@ class GpuPool:
 
     @property
     def slots_per_node(self) -> int:
-        """``nvidia.com/gpu`` a node of the pool advertises: physical GPUs x time-slicing replicas."""
+        """``nvidia.com/gpu`` a node of the pool advertises (physical GPUs x time-slicing replicas): the
+        most one pod can get, since the scheduler counts the pod's total against it."""
         return self.gpus_per_node * self.time_slicing_replicas
+
+    max_gpus_per_pod = slots_per_node
 
     @property
     def max_gpus_per_container(self) -> int:
@@ -100,17 +103,15 @@ class GpuPool:
         """
         return 1 if self.shared else self.gpus_per_node
 
-    @property
-    def max_gpus_per_pod(self) -> int:
-        """The most ``nvidia.com/gpu`` one pod can get: what one node advertises (the scheduler's count)."""
-        return self.slots_per_node
-
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "gpusPerNode": self.gpus_per_node,
-            "timeSlicingReplicas": self.time_slicing_replicas,
-            "capacityType": self.capacity_type,
-        }
+        return {key: getattr(self, attribute) for key, attribute in _POOL_FIELDS.items()}
+
+
+_POOL_FIELDS = {
+    "gpusPerNode": "gpus_per_node",
+    "timeSlicingReplicas": "time_slicing_replicas",
+    "capacityType": "capacity_type",
+}
 
 
 def _mapping(data: object, where: str, allowed: tuple[str, ...]) -> Mapping[str, Any]:
@@ -128,7 +129,7 @@ def _pool_from_dict(name: object, data: object) -> GpuPool:
     if not isinstance(name, str) or not _LABEL.fullmatch(name):
         raise PlacementError(f"placement.pools: pool name {name!r} must be a label value: {_LABEL_RULE}")
     where = f"placement.pools.{name}"
-    data = _mapping(data, where, ("gpusPerNode", "timeSlicingReplicas", "capacityType"))
+    data = _mapping(data, where, tuple(_POOL_FIELDS))
     if "gpusPerNode" not in data:
         raise PlacementError(f"{where}.gpusPerNode is required (physical GPUs per node)")
     replicas = as_whole(data.get("timeSlicingReplicas", 1))

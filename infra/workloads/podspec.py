@@ -17,7 +17,7 @@ from infra.workloads.pools import GpuDemand, apply_pool, check_affinity
 from infra.workloads.quantity import QuantityError, whole_count
 from infra.workloads.scheduling import gpu_limit
 from infra.workloads.values import UNKNOWN, PodSpecError, known
-from infra.workloads.wire import WireError, is_args, output_path, to_wire
+from infra.workloads.wire import WireError, output_path, to_wire
 
 __all__ = ["UNKNOWN", "PodSpecError", "check_gpus", "known", "place_pod_spec", "place_template", "prepare"]
 
@@ -168,31 +168,19 @@ def _demand(pod: dict[str, Any], init: Any, main: Any) -> GpuDemand:
     return GpuDemand(gpu_limit(pod) if settled else UNKNOWN, floor, largest, largest_where)
 
 
-def _give_first(pod: dict[str, Any], gpus: int | None, where: str) -> list[tuple[str, Any, Any]] | Any:
-    """No container declares GPUs: the first gets ``gpus`` (default 1); its new count, or UNKNOWN."""
-    first = pod["containers"][0]
-    if not isinstance(first, dict) or not known(first.get("resources")):
-        return UNKNOWN
-    wanted = gpus if gpus is not None else 1
-    resources = dict(first.get("resources") or {})
-    for kind in ("limits", "requests"):
-        if not known(resources.get(kind)):
-            return UNKNOWN
-        resources[kind] = {**(resources.get(kind) or {}), GPU_RESOURCE: wanted}
-    first["resources"] = resources
-    return [(f"{where}.containers[0]", wanted, None)]
-
-
 def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> GpuDemand:
     """Set the containers' GPUs; return what the pod asks of one node."""
     init = _counts(pod, "initContainers", where)
     main = _counts(pod, "containers", where)
     if not known(main) or not main:
         return _demand(pod, init, main)  # no containers: the API refuses that as written
-    if all(count is None for _, count, _ in main):
-        main = _give_first(pod, gpus, where)
-        if not known(main):
-            return _demand(pod, init, UNKNOWN)
+    if all(count is None for _, count, _ in main):  # so every container's resources are known
+        first, wanted = pod["containers"][0], gpus if gpus is not None else 1
+        resources = first.get("resources") or {}
+        for side in ("limits", "requests"):
+            resources = {**resources, side: {**(resources.get(side) or {}), GPU_RESOURCE: wanted}}
+        first["resources"] = resources
+        main = [(f"{where}.containers[0]", wanted, None)]
     counts = [count for _, count, _ in main if count is not None]
     if not all(known(n) for n in counts):
         return _demand(pod, init, main)
@@ -240,25 +228,17 @@ def place_pod_spec(
     security_profile: str | None = None,
     where: str = "spec",
 ) -> dict[str, Any]:
-    """Return a copy of ``pod_spec`` that lands on GPU nodes only and asks for its GPUs.
+    """Return a copy of ``pod_spec`` (camelCase or snake_case dict, or ``PodSpecArgs``) that lands on
+    GPU nodes only and asks for its GPUs, in Kubernetes' camelCase form.
 
-    ``pod_spec`` may be a camelCase dict (as in YAML), a snake_case dict or a typed
-    ``k8s.core.v1.PodSpecArgs``; the result is always Kubernetes' camelCase form.
-
-    - the contract's nodeSelector entry and toleration are added once, every
-      user entry kept; a contradicting selector or affinity is refused;
-    - ``nvidia.com/gpu`` requests equal limits in every container and init
-      container that declares it; if no container does, the first gets ``gpus``
-      (default 1);
-    - ``pool`` pins the pod to one GPU pool; without it, pods are kept off pools
-      whose nodes cannot give them their GPUs;
-    - ``security_profile`` (see :mod:`infra.workloads.security`) fills
-      securityContext defaults the user did not set.
+    The contract's nodeSelector entry and toleration are added, every user entry kept (a contradicting
+    selector or affinity is refused); ``nvidia.com/gpu`` requests equal limits wherever declared, else
+    the first container gets ``gpus`` (default 1); ``pool`` pins the pod to one GPU pool, and without
+    it pods are kept off pools that cannot give them their GPUs; ``security_profile``
+    (:mod:`infra.workloads.security`) fills securityContext defaults the user did not set.
     """
     from pulumi_kubernetes.core.v1 import PodSpecArgs
 
-    if not (isinstance(pod_spec, Mapping) or is_args(pod_spec) or output_path(pod_spec) is not None):
-        raise PodSpecError(f"{where} must be a pod spec mapping, got {type(pod_spec).__name__}")
     pod, placed_on, gpus, profile = prepare(
         pod_spec, PodSpecArgs, "place_pod_spec", placement, gpus, security_profile, where
     )

@@ -1,9 +1,8 @@
 """Kubernetes resource quantities (``"1"``, ``"1000m"``, ``"1e0"``, ``"2Ki"``) as exact numbers.
 
-The GPU checks accept what the API accepts for ``nvidia.com/gpu``: ``"1000m"`` and ``"1e0"``
-are one GPU. Parsed as apimachinery's ``resource.ParseQuantity`` does (the grammar in
-``pkg/api/resource/quantity.go``) into a :class:`fractions.Fraction`, so "whole" is decided
-exactly. The workload install has no library for this (``pulumi`` + ``pulumi-kubernetes`` only).
+Parsed as apimachinery's ``resource.ParseQuantity`` does into a :class:`fractions.Fraction`, so the GPU
+checks judge ``nvidia.com/gpu`` as the API does (``"1000m"`` is one GPU). The workload install has no
+library for this (``pulumi`` + ``pulumi-kubernetes`` only).
 """
 
 from __future__ import annotations
@@ -60,6 +59,3 @@ def whole_count(value: str | int | float) -> int:
     if milli % 1000:
         raise QuantityError(f"{value!r} is not a whole number")
     return milli // 1000
-
-
-__all__ = ["QuantityError", "parse_quantity", "whole_count"]

@@ -105,16 +105,6 @@ def _merge(defaults: Mapping[str, Any], user: Any) -> Any:
     return merged
 
 
-def in_user_namespace(pod: Mapping[str, Any]) -> bool:
-    """True if the pod runs in a user namespace (``hostUsers: false``), or may (not known yet).
-
-    Pod Security's restricted level allows root there from policy version 1.35
-    (pod-security-admission ``relaxPolicyForUserNamespacePod``): root in the pod is not root on the node.
-    """
-    host_users = pod.get("hostUsers")
-    return host_users is False or not known(host_users)
-
-
 def _container_defaults(
     profile: str, sc: Any, pod_sc: Mapping[str, Any], user_namespace: bool
 ) -> dict[str, Any]:
@@ -159,10 +149,11 @@ def apply_profile(pod: dict[str, Any], profile: str | None, where: str = "spec")
     """Fill ``pod`` (Kubernetes form, a copy the caller owns) with the profile's defaults.
 
     Returns the profile applied (``None`` resolves to baseline or restricted). An explicit
-    ``restricted`` beside a root user is refused, except in a user namespace (``hostUsers: false``),
-    where restricted allows root and ``runAsNonRoot`` is not added.
+    ``restricted`` beside a root user is refused, except in a user namespace (``hostUsers: false``,
+    or not known yet): Pod Security's restricted level allows root there from policy version 1.35
+    (``relaxPolicyForUserNamespacePod``), so ``runAsNonRoot`` is not added either.
     """
-    user_namespace = in_user_namespace(pod)
+    user_namespace = pod.get("hostUsers") is False or not known(pod.get("hostUsers"))
     if profile == "restricted" and not user_namespace:
         _refuse_root_under_restricted(pod, where)
     if profile is None:

@@ -9,15 +9,11 @@ from typing import Any
 class _Unknown:
     """Stands for a value that is not known until the Pulumi engine resolves it."""
 
-    _instance: _Unknown | None = None
-
-    def __new__(cls) -> _Unknown:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
     def __repr__(self) -> str:
         return "UNKNOWN"
+
+    def __reduce__(self) -> str:
+        return "UNKNOWN"  # copy.deepcopy and pickle give back the one module-level object
 
 
 UNKNOWN: Any = _Unknown()
