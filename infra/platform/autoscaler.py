@@ -38,10 +38,7 @@ SERVICE_ACCOUNT = "cluster-autoscaler"
 # The autoscaler's image must match the cluster's minor version: the newest patch of
 # each (tags cluster-autoscaler-1.35.2 and -1.36.1 in kubernetes/autoscaler).
 IMAGE_TAGS = {"1.35": "v1.35.2", "1.36": "v1.36.1"}
-# Priority expander (expander/priority/priority.go): among the pools a pending pod fits, only
-# those of the highest priority stay; the next expander in the list only breaks ties between
-# them (expander/factory/chain.go). So the priorities rank by what a node costs, and spot comes
-# first only inside a rank: per rank TIER_STEP, plus SPOT_BONUS for a spot pool.
+# Priorities per price rank, plus a bonus for spot inside a rank (docs/platform.md, decision 0002).
 TIER_STEP, SPOT_BONUS = 10, 5
 
 

@@ -33,22 +33,18 @@ def secrets_key(name: str, opts: pulumi.ResourceOptions) -> aws.kms.Key:
     )
 
 
-def access_entry_key(principal_arn: str, index: int, secret: bool) -> str:
-    """A stable name per principal, so reordering the list replaces nothing.
-
-    A secret list must not leak into resource names (URNs are never encrypted): by position then.
-    """
-    if secret:
-        return f"admin-{index}"
-    kind, _, path = principal_arn.split(":", 5)[-1].partition("/")
-    return re.sub(r"[^a-z0-9-]", "-", f"{kind}-{path.rsplit('/', 1)[-1]}".lower())
-
-
 def access_entries(config: PlatformConfig) -> dict[str, eks.AccessEntryArgs]:
-    """``clusterAdmins`` as cluster-scoped ``AmazonEKSClusterAdminPolicy`` access entries."""
+    """``clusterAdmins`` as cluster-scoped ``AmazonEKSClusterAdminPolicy`` access entries.
+
+    Each is named after its principal, so reordering the list replaces nothing; a secret list is
+    named by position instead (URNs are never encrypted).
+    """
     secret = "clusterAdmins" in config.secret_keys
-    return {
-        access_entry_key(arn, index, secret): eks.AccessEntryArgs(
+    entries = {}
+    for index, arn in enumerate(config.cluster_admins):
+        kind, _, path = arn.split(":", 5)[-1].partition("/")
+        key = re.sub(r"[^a-z0-9-]", "-", f"{kind}-{path.rsplit('/', 1)[-1]}".lower())
+        entries[f"admin-{index}" if secret else key] = eks.AccessEntryArgs(
             principal_arn=config.secret("clusterAdmins", arn),
             access_policies={
                 "cluster-admin": eks.AccessPolicyAssociationArgs(
@@ -56,8 +52,7 @@ def access_entries(config: PlatformConfig) -> dict[str, eks.AccessEntryArgs]:
                 )
             },
         )
-        for index, arn in enumerate(config.cluster_admins)
-    }
+    return entries
 
 
 def _warn_if_creator_listed(caller_arn: str, admins: tuple[str, ...]) -> None:

@@ -50,10 +50,8 @@ DEVICE_PLUGIN_CHART_VERSION = "0.19.3"
 MAX_ALARM_SECONDS = 86400
 # EC2 CreateVpc takes an IPv4 block from /16 (65,536 addresses) to /28 (16).
 VPC_PREFIXES = (16, 28)
-# A pool name becomes a label value, a Pulumi resource name and the node group name prefix
-# gpu-<pool>-: EKS takes letters, digits, '-' and '_' in node group names, and the AWS provider
-# caps a name prefix at 37 characters (63 minus its 26-character unique suffix). whole-gpus names
-# the device plugin's default config, which a time-sliced pool's config (named after it) would replace.
+# A pool name goes into the node group name prefix gpu-<pool>-, which the AWS provider caps at 37
+# characters (63 minus its 26-character unique suffix); what it may be: HINTS, node_pools.WHOLE_GPUS.
 POOL_NAME = rf"^(?!{WHOLE_GPUS}$)[A-Za-z0-9]([A-Za-z0-9_-]{{0,30}}[A-Za-z0-9])?$"
 CHART_VERSION = r"^\d+\.\d+\.\d+$"
 
@@ -296,10 +294,6 @@ class GpuPoolConfig(NodeGroupConfig):
             )
         return self
 
-    @property
-    def gpus_per_node(self) -> int:
-        return ARM_NVIDIA[self.instance_types[0]].gpus
-
 
 @dataclass(frozen=True)
 class Pool:
@@ -433,7 +427,7 @@ class PlatformConfig(Section):
             Pool(
                 GpuPool(
                     name=name,
-                    gpus_per_node=pool.gpus_per_node,
+                    gpus_per_node=ARM_NVIDIA[pool.instance_types[0]].gpus,  # one count per pool (checked)
                     time_slicing_replicas=pool.sharing.time_slicing.replicas if pool.sharing else 1,
                     capacity_type=pool.capacity_type,
                 ),

@@ -1,8 +1,6 @@
 """GPU dashboard and alarms as plain data: the CloudWatch requests, built from the stack's GPU pools.
 
-Pure (no Pulumi): ``dashboard_body`` is the PutDashboard ``DashboardBody``, ``alarms`` the
-PutMetricAlarm arguments (pulumi-aws keywords); tests validate both against botocore's model.
-Every metric named is in :data:`METRICS` with the dimension sets it is published with.
+Pure (no Pulumi): the PutDashboard body and the PutMetricAlarm arguments (pulumi-aws keywords).
 Container Insights has no pool dimension, so a pool's series is a SEARCH over its instance
 types. Sources and the alarms' rationale: docs/decisions/0031-gpu-dashboard-and-alarms.md.
 """

@@ -1,9 +1,7 @@
 """The VPC: an existing one from config, or a new one built by pulumi-awsx.
 
-New VPCs get private subnets for nodes (behind NAT) and public ones for internet
-load balancers, tagged so the AWS Load Balancer Controller finds them. Their CIDRs
-are computed by :func:`subnet_layout` (which the config check runs, so a VPC too small
-for them is refused before anything is declared) and handed to awsx as they are.
+A new VPC's subnets (private for nodes, public for load balancers, tagged for the AWS Load
+Balancer Controller) come from :func:`subnet_layout`, which the config check runs too.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """An EKS managed node group with its own launch template: IMDSv2, encrypted gp3 root volume.
 
-Plain ``aws.eks.NodeGroup`` and ``aws.ec2.LaunchTemplate``, not pulumi-eks's ManagedNodeGroup:
-their inputs go straight to the EKS and EC2 APIs (the tests see what AWS is asked), and the
-``AL2023_ARM_64_NVIDIA`` AMI type, which pulumi-eks cannot resolve, passes through. The caller
-gives the desired size to send (``pool_sizes``), so no update terminates a running node.
+Plain ``aws.eks.NodeGroup`` and ``aws.ec2.LaunchTemplate``, not pulumi-eks's (docs/platform.md says
+why). The caller gives the desired size to send (``pool_sizes``), so no update terminates a node.
 """
 
 from __future__ import annotations

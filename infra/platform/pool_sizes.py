@@ -1,10 +1,7 @@
 """The desired size each GPU pool's node group is given on every run: never below what AWS runs now.
 
-Cluster Autoscaler moves a pool's size, and the AWS provider sends the whole scaling block on
-any scaling change, so the program reads the live size (pulumi-aws data sources, previews too)
-and sends it raised to ``minSize``; a new pool gets its initial size, and a ``maxSize`` below
-the live size is refused before anything is declared
-(docs/decisions/0003-gpu-pool-sizes-from-the-live-node-group.md has the cases).
+The autoscaler moves a pool's size and the AWS provider sends the whole scaling block on any
+change, so the live size is read and sent, raised to ``minSize`` (docs/decisions/0003 has the cases).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def test_dev_stack_file_is_valid() -> None:
     assert set(config.gpu_pools) == {"inference", "training"}
     assert config.contract.pool("inference").time_slicing_replicas == 4
     assert config.gpu_pools["training"].capacity_type == "SPOT"
-    assert config.gpu_pools["training"].gpus_per_node == 2
+    assert config.contract.pool("training").gpus_per_node == 2
     assert config.device_plugin.chart_version == "0.19.3"
 
 
