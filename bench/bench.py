@@ -1,6 +1,6 @@
 """Benchmarks for the offline preview and GpuDeployment (figures for the README; not a test).
 
-    .venv/bin/python bench/bench.py [--sizes 1 10 100 1000]
+    .venv/bin/python bench/bench.py [--sizes 1 10 100 1000] [--only preview|deployments|suite]
 
 Each measurement runs in its own child process; wall time and peak RSS come from
 the child's own rusage (os.wait4), so runs do not disturb each other. On a shared
@@ -66,22 +66,35 @@ def best(args: list[str], repeat: int = 3) -> tuple[float, float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 100, 1000])
+    parser.add_argument("--only", choices=["preview", "deployments", "suite"], help="run one part only")
     args = parser.parse_args()
+    if args.only in (None, "preview"):
+        preview()
+    if args.only in (None, "deployments"):
+        deployments(args.sizes)
+    if args.only in (None, "suite"):
+        suite_t, _, _ = child([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        print(f"\nfull test suite: {suite_t:.1f} s wall (target < 60 s)")
 
+
+def preview() -> None:
+    """The offline preview of dev (one process) against importing the SDKs it uses."""
     floor_t, floor_m, _ = best([PY, "-c", "import pulumi, pulumi_aws, pulumi_eks, pulumi_kubernetes"])
-    preview = [PY, "-m", "infra.tooling.preview", "--stack", "dev", "--out"]
+    command = [PY, "-m", "infra.tooling.preview", "--stack", "dev", "--out"]
     with tempfile.TemporaryDirectory() as out:
-        prev_t, prev_m, _ = best([*preview, out])
+        prev_t, prev_m, _ = best([*command, out])
     print(f"import floor: {floor_t:.2f} s, {floor_m:.0f} MiB peak")
     print(f"offline preview of dev: {prev_t:.2f} s, {prev_m:.0f} MiB peak")
     print(f"  ratio to floor: time {prev_t / floor_t:.2f}x, memory {prev_m / floor_m:.2f}x (target <= 3x)")
 
+
+def deployments(sizes: list[int]) -> None:
     print(
         "\nper-deployment cost, run_program only (GpuDeployment vs hand-written Deployment, same pod spec):"
     )
     print(f"  {'N':>5}  {'gpu s':>7}  {'plain s':>7}  {'ratio':>5}  {'gpu MiB':>7}  {'plain MiB':>9}")
     results = {}
-    for n in args.sizes:
+    for n in sizes:
         row = {}
         for kind in ("gpu", "plain"):
             _, _, out = best([PY, "-c", _WORKLOAD, kind, str(n)], repeat=2 if n >= 1000 else 3)
@@ -102,9 +115,6 @@ def main() -> None:
             results[hi]["plain"][0] - results[lo]["plain"][0]
         )
         print(f"  marginal time ratio gpu/plain: {ratio:.2f}x (target <= 2.2x)")
-
-    suite_t, _, _ = child([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"])
-    print(f"\nfull test suite: {suite_t:.1f} s wall (target < 60 s)")
 
 
 if __name__ == "__main__":
