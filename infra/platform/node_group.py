@@ -13,7 +13,10 @@ import pulumi_aws as aws
 
 from infra.platform.config import NodeGroupConfig
 
+# IMDSv2 only, with hop limit 1: containers cannot reach IMDS, so not the node role's credentials.
+METADATA_OPTIONS = {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 1}
 ROOT_DEVICE = "/dev/xvda"  # the AL2023 EKS AMIs' root device
+ROOT_VOLUME = {"volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}
 
 
 def managed_node_group(
@@ -37,21 +40,9 @@ def managed_node_group(
     template = aws.ec2.LaunchTemplate(
         f"{name}-lt",
         update_default_version=True,
-        metadata_options={
-            "http_endpoint": "enabled",
-            "http_tokens": "required",  # IMDSv2 only
-            "http_put_response_hop_limit": 1,  # containers cannot reach IMDS, so not the node role
-        },
+        metadata_options=METADATA_OPTIONS,
         block_device_mappings=[
-            {
-                "device_name": ROOT_DEVICE,
-                "ebs": {
-                    "volume_size": group.disk_size_gib,
-                    "volume_type": "gp3",
-                    "encrypted": "true",
-                    "delete_on_termination": "true",
-                },
-            }
+            {"device_name": ROOT_DEVICE, "ebs": {**ROOT_VOLUME, "volume_size": group.disk_size_gib}}
         ],
         opts=opts,
     )
