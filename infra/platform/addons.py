@@ -76,10 +76,8 @@ def addon(
 
 
 def helm_release(name: str, chart: str, repository: str, **inputs: Any) -> k8s.helm.v3.Release:
-    """A release of a pinned ``chart`` (``version``, ``namespace``, ``values``, ``opts`` as Release takes them).
-
-    A failed install or upgrade rolls back instead of leaving half a release (on GPU nodes: no plugin).
-    """
+    """A release of a pinned ``chart`` (``version``, ``namespace``, ``values``, ``opts`` as Release takes them);
+    a failed install or upgrade rolls back instead of leaving half a release (on GPU nodes: no plugin)."""
     import pulumi_kubernetes as k8s
 
     pinned = {"name": chart, "chart": chart, "repository_opts": {"repo": repository}}
