@@ -65,15 +65,12 @@ def _quantity(value: Any, where: str) -> int | Any:
     if not known(value):
         return UNKNOWN
     try:
-        number = whole_count(value)
+        return whole_count(value)  # a negative count is the API's to refuse
     except QuantityError:
         raise PodSpecError(
             f'{where} must be a whole number of GPUs (e.g. 1 or "1"), got {value!r}: '
             "the API refuses fractional extended resources"
         ) from None
-    if number < 0:
-        raise PodSpecError(f"{where} must not be negative, got {value!r}")
-    return number
 
 
 def _merge_node_selector(pod: dict[str, Any], placement: Placement) -> None:
@@ -187,7 +184,7 @@ def _apply_gpus(pod: dict[str, Any], gpus: int | None, where: str) -> GpuDemand:
     total = sum(counts)
     if total < 1:
         raise PodSpecError(
-            f"{where}: the containers declare {GPU_RESOURCE} 0 in total; a GPU workload needs at least 1"
+            f"{where}: the containers declare {GPU_RESOURCE} {total} in total; a GPU workload needs at least 1"
         )
     if gpus is not None and gpus != total:
         raise PodSpecError(

@@ -147,6 +147,11 @@ LEFT_TO_THE_API: list[Case] = [
     Case("Job", _job(parallelism=-1), "spec.parallelism"),
     Case("Job", _job(backoffLimit=-1), "spec.backoffLimit"),
     Case("Pod", {"containers": []}, "spec.containers"),
+    Case(  # the total (1) passes the GPU checks; the negative count is the API's
+        "Pod",
+        {"containers": [*_gpus(2)["containers"], {**_gpus(-1)["containers"][0], "name": "b"}]},
+        "spec.containers[1].resources",
+    ),
     Case(
         "Deployment",
         _deployment(template={"metadata": {"labels": LABELS}, "spec": {"containers": []}}),
