@@ -1,9 +1,11 @@
 """What this package reads from the Pulumi SDK beyond ``pulumi.Config``, in one place.
 
-Config goes through ``pulumi.runtime``'s public functions. Two needs have no public
-API, so they read SDK internals, and ``tests/workloads/test_sdk.py`` names whatever a
-new SDK moves: the input-type naming tables (``pulumi._types``, the serializer's own)
-and whether the monitor is the real engine's gRPC stub. See docs/decisions/0030.
+Config goes through ``pulumi.runtime``'s public functions where they reach. Three needs
+have no public API, so they read SDK internals, and ``tests/workloads/test_sdk.py`` names
+whatever a new SDK moves: the whole config map of an Automation API inline program (it
+reaches the SDK only through ``set_all_config``, never the environment), the input-type
+naming tables (``pulumi._types``, the serializer's own) and whether the monitor is the
+real engine's gRPC stub. See docs/decisions/0030.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 import pulumi.runtime
 from pulumi import _types  # no public API: the Args -> camelCase tables the serializer uses
+from pulumi.runtime import config as _config  # no public API: the map set_all_config fills
 
 REQUIRED: dict[Any, tuple[str, ...]] = {
     _types: (
@@ -21,6 +24,7 @@ REQUIRED: dict[Any, tuple[str, ...]] = {
         "input_type_py_to_pulumi_names",
         "input_type_types",
     ),
+    _config: ("CONFIG",),
 }
 
 unwrap_type = _types.unwrap_type
@@ -42,13 +46,18 @@ def missing() -> list[str]:
 
 
 def all_config() -> dict[str, Any]:
-    """Every ``namespace:key`` the engine passed (``PULUMI_CONFIG``), including ones no program reads."""
-    return pulumi.runtime.get_config_env()
+    """Every ``namespace:key`` the engine passed, including ones no program reads.
+
+    The CLI's language host passes ``PULUMI_CONFIG`` and loads it into the SDK; an
+    Automation API inline program gets its config only through ``set_all_config``.
+    """
+    return {**pulumi.runtime.get_config_env(), **_config.CONFIG.get()}
 
 
 def secret_config_keys() -> frozenset[str]:
     """The ``namespace:key`` names set with ``--secret`` (``PULUMI_CONFIG_SECRET_KEYS``)."""
-    return frozenset(pulumi.runtime.get_config_secret_keys_env())
+    env = pulumi.runtime.get_config_secret_keys_env()
+    return frozenset(env).union(k for k in all_config() if pulumi.runtime.is_config_secret(k))
 
 
 def real_engine() -> bool:
