@@ -19,6 +19,7 @@ from localcluster.gomod import BIN, module_dir, pinned_version
 
 DEVICE_PLUGIN_MODULE = "github.com/NVIDIA/k8s-device-plugin"
 DEVICE_PLUGIN_CHART = "deployments/helm/nvidia-device-plugin"
+RENDER_TIMEOUT = 120  # seconds: a render runs inside `pulumi preview`, which must not hang
 
 
 def device_plugin_chart() -> Path:
@@ -38,5 +39,6 @@ def render(chart: Path, values: Mapping[str, Any], *, release: str, namespace: s
         check=True,
         capture_output=True,
         text=True,
+        timeout=RENDER_TIMEOUT,
     ).stdout
     return [d for d in yaml.safe_load_all(out) if d]

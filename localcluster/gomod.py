@@ -17,6 +17,8 @@ HERE = Path(__file__).resolve().parent
 # so infra.tooling (and the policy pack) can find helm.
 CACHE = Path(os.environ.get("LOCALCLUSTER_CACHE", HERE.parent / ".cache" / "localcluster"))
 BIN = CACHE / "bin"
+# A download from an unreachable proxy must not hang a `pulumi preview` that renders a chart.
+DOWNLOAD_TIMEOUT = 300
 
 
 @functools.cache
@@ -28,6 +30,7 @@ def module_dir(pins: str, module: str) -> Path:
         check=True,
         capture_output=True,
         text=True,
+        timeout=DOWNLOAD_TIMEOUT,
     ).stdout
     return Path(json.loads(out)["Dir"])
 

@@ -60,11 +60,14 @@ def _rendered(values: str, release: str, namespace: str) -> dict[str, dict[str, 
         )
     except FileNotFoundError as error:
         raise ChartUnavailable(
-            f"{error.filename} not found: run bin/setup (it builds helm and fetches the pinned chart)"
+            f"{error.filename} not found: run bin/setup (or policy/install for the pack; each builds helm and fetches the pinned chart)"
         ) from None
     except subprocess.CalledProcessError as error:
         command = f"{Path(error.cmd[0]).name} {error.cmd[1]}"
         raise ChartUnavailable(f"`{command}` failed: {error.stderr.strip()}") from None
+    except subprocess.TimeoutExpired as error:
+        command = f"{Path(error.cmd[0]).name} {error.cmd[1]}"
+        raise ChartUnavailable(f"`{command}` did not finish in {error.timeout:g} s") from None
     return {o["metadata"]["name"]: o["spec"]["template"]["spec"] for o in objects if o["kind"] == "DaemonSet"}
 
 

@@ -444,6 +444,24 @@ def test_without_the_built_helm_the_plugin_is_unknown_and_says_to_run_setup(
     assert violation.rule == "agent-placement-unknown" and "run bin/setup" in violation.message
 
 
+def test_a_helm_that_hangs_leaves_the_plugin_unknown_rather_than_the_preview_hanging(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from localcluster import charts
+
+    helm = tmp_path / "helm"
+    helm.write_text("#!/bin/sh\nsleep 30\n")
+    helm.chmod(0o755)
+    monkeypatch.setattr(charts, "BIN", tmp_path)
+    monkeypatch.setattr(charts, "RENDER_TIMEOUT", 0.5)
+    chart_models._rendered.cache_clear()
+    try:
+        (agent,) = agents_of([_release()], DEFAULT_PLACEMENT)
+    finally:
+        chart_models._rendered.cache_clear()
+    assert agent.pod is None and "`helm template` did not finish in 0.5 s" in agent.source
+
+
 def test_the_rules_import_where_the_policy_pack_runs_without_the_platform_extra() -> None:
     """policy/install installs the package without [platform]: no pydantic, no pulumi_aws there."""
     code = (
