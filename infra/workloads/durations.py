@@ -1,6 +1,6 @@
-"""Go durations (``time.ParseDuration``): what the engine's ``customTimeouts`` and the autoscaler's flags take.
+"""Go durations (``time.ParseDuration``, as ``customTimeouts`` and the autoscaler's flags take them).
 
-A sequence of decimal numbers with units ns, us (µs), ms, s, m, h; ``"0"`` alone needs no unit.
+Decimal numbers with units ns, us (µs), ms, s, m, h; ``"0"`` alone needs no unit.
 """
 
 from __future__ import annotations
@@ -25,6 +25,3 @@ def go_duration_seconds(value: str) -> float | None:
     if not body or not _DURATION.fullmatch(body):
         return None
     return duration_seconds(body)
-
-
-__all__ = ["duration_seconds", "go_duration_seconds"]

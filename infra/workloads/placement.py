@@ -1,8 +1,7 @@
 """The GPU placement contract: the one place the GPU taint and label are defined.
 
-The node groups (in the EKS API's spelling), the device plugin's values, the components, the
-policy pack and the scheduling checks all read it. It has no cloud imports, so consumers,
-policies and tests can use it anywhere.
+Node groups (in the EKS API's spelling), the device plugin, the components, the policy pack and the
+scheduling checks all read it; it has no cloud imports, so it works anywhere.
 """
 
 from __future__ import annotations
@@ -37,9 +36,7 @@ CAPACITY_TYPES = ("ON_DEMAND", "SPOT")
 
 # Kubernetes label names and values (apimachinery IsQualifiedName, IsValidLabelValue).
 _LABEL = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
-_LABEL_RULE = (
-    "1-63 characters of letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-)
+_LABEL_RULE = "1-63 characters: letters, digits, '-', '_' or '.', first and last a letter or digit"
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # EKS refuses node group labels and taints under these prefixes (CreateNodegroup).
 RESERVED_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
@@ -50,11 +47,8 @@ class PlacementError(ValueError):
 
 
 def gpu_count(value: object, setting: str, error: type[ValueError] = PlacementError) -> int:
-    """A GPU count setting (``gpus``, ``gpusPerNode``) as an int >= 1, else ``error`` naming ``setting``.
-
-    A number (text and booleans are refused) judged by the one GPU quantity parser,
-    :func:`infra.workloads.quantity.whole_count`, so ``2.0`` is 2 here as in ``nvidia.com/gpu``.
-    """
+    """A GPU count setting (``gpus``, ``gpusPerNode``) as an int >= 1, else ``error`` naming ``setting``:
+    a number (not text or a boolean) judged as ``nvidia.com/gpu`` is (:func:`~.quantity.whole_count`)."""
     try:
         count = 0 if isinstance(value, str) else whole_count(value)  # type: ignore[arg-type]
     except QuantityError:
@@ -96,11 +90,8 @@ class GpuPool:
 
     @property
     def max_gpus_per_container(self) -> int:
-        """The most ``nvidia.com/gpu`` one container (init containers too) can ask for on this pool.
-
-        Shared pools run the device plugin with ``failRequestsGreaterThanOne``, checked per container
-        request (NVIDIA/k8s-device-plugin ``internal/rm/rm.go`` ``ValidateRequest``).
-        """
+        """The most ``nvidia.com/gpu`` one container (init containers too) can ask for: shared pools run
+        the device plugin with ``failRequestsGreaterThanOne``, checked per container (``rm.go``)."""
         return 1 if self.shared else self.gpus_per_node
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,9 +184,9 @@ class Placement:
 
     def pool(self, name: str) -> GpuPool:
         """The exported pool called ``name``; the error lists the ones there are."""
-        for candidate in self.pools:
-            if candidate.name == name:
-                return candidate
+        found = [p for p in self.pools if p.name == name]
+        if found:
+            return found[0]
         if not self.pools:
             raise PlacementError(
                 f"pool {name!r}: the platform exports no GPU pools; leave pool unset "
@@ -235,11 +226,8 @@ class Placement:
         return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data, for a stack output that consumer stacks read back.
-
-        Without pools it is the original ``{key, value}`` form, so older consumers keep reading it;
-        with pools it adds ``poolLabel`` and ``pools`` (by name).
-        """
+        """Plain data for a stack output: ``{key, value}`` as older consumers read it, plus ``poolLabel``
+        and ``pools`` (by name) when there are pools."""
         data: dict[str, Any] = {"key": self.key, "value": self.value}
         if self.pools:
             data["poolLabel"] = POOL_LABEL

@@ -41,10 +41,7 @@ def prepare(
     security_profile: object,
     where: str = "spec",
 ) -> tuple[Any, Placement, int | None, str | None]:
-    """What each pure entry point does first: its settings checked, ``spec`` in Kubernetes' form.
-
-    Outputs are refused: a pure function cannot wait for them.
-    """
+    """What each pure entry point does first: its settings checked, ``spec`` in Kubernetes' form."""
     checked = check_gpus(gpus) if gpus is not None else None
     profile = security.check_profile(security_profile)
     path = output_path(spec)
@@ -77,15 +74,13 @@ def _merge_node_selector(pod: dict[str, Any], placement: Placement) -> None:
     selector = pod.get("nodeSelector")
     if not known(selector):
         return
-    selector = dict(selector or {})
-    current = selector.get(placement.key)
+    current = (selector or {}).get(placement.key)
     if known(current) and current is not None and current != placement.value:
         raise PodSpecError(
             f"nodeSelector {placement.key}={current!r} contradicts the GPU placement contract "
             f"({placement.key}={placement.value!r}): remove that entry or set it to {placement.value!r}"
         )
-    selector[placement.key] = placement.value
-    pod["nodeSelector"] = selector
+    pod["nodeSelector"] = {**(selector or {}), placement.key: placement.value}
 
 
 def _merge_tolerations(pod: dict[str, Any], placement: Placement) -> None:
@@ -271,13 +266,8 @@ def place_template(
         )
     if not known(pod):
         return dict(template)
+    pod_where = f"{where}.template.spec"
     placed = _place(
-        pod,
-        placement,
-        gpus,
-        pool=pool,
-        profile=profile,
-        where=f"{where}.template.spec",
-        placement_known=placement_known,
+        pod, placement, gpus, pool=pool, profile=profile, where=pod_where, placement_known=placement_known
     )
     return {**template, "spec": placed}

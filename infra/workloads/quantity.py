@@ -42,12 +42,9 @@ def parse_quantity(text: str) -> Fraction:
 
 
 def whole_count(value: str | int | float) -> int:
-    """A count of an integer resource (``nvidia.com/gpu``) as the API judges it.
-
-    The API validates an extended resource on its milli-value, rounded up
-    (apimachinery ``Quantity.MilliValue``; core validation ``% 1000 != 0``), and
-    the scheduler counts ``Quantity.Value()``, also rounded up: ``"1000m"``,
-    ``"1e0"`` and ``"0.9995"`` are one GPU, ``"500m"`` and ``"1n"`` are refused.
+    """A count of an integer resource (``nvidia.com/gpu``) as the API judges it: on its milli-value
+    rounded up (``Quantity.MilliValue``, then ``% 1000 != 0`` refused), as the scheduler counts it
+    (``Quantity.Value()``, rounded up). ``"1000m"`` and ``"0.9995"`` are one GPU; ``"500m"`` is refused.
     """
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise QuantityError(f"{value!r} is not a Kubernetes quantity")

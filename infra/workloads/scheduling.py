@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE, GpuPool, Placement
+from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE
 from infra.workloads.quantity import whole_count
 
 REPELLING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -53,43 +53,25 @@ class Node:
         allocatable = {GPU_RESOURCE: gpus} if gpus else {}
         return cls(name=name, labels=all_labels, taints=tuple(taints), allocatable=allocatable)
 
-    @classmethod
-    def from_pool(
-        cls, placement: Placement, pool: GpuPool, *, instance_type: str = "g5g.xlarge", arch: str = "arm64"
-    ) -> Node:
-        """A node of one of the contract's GPU pools: its labels, the GPU taint, and every GPU slot."""
-        return cls.from_node_group(
-            pool.name,
-            labels=placement.pool_labels(pool.name),
-            eks_taints=[placement.eks_taint()],
-            instance_type=instance_type,
-            arch=arch,
-            gpus=pool.slots_per_node,
-        )
-
 
 def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
     """Kubernetes' ToleratesTaint: key, effect and (for Equal) value must match."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
+    if (toleration.get("effect") or "") not in ("", taint.get("effect")):
+        return False  # an empty effect matches every effect
     operator = toleration.get("operator") or "Equal"
     key = toleration.get("key") or ""
     if not key:
         return operator == "Exists"  # empty key + Exists tolerates everything
     if key != taint.get("key"):
         return False
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+    return operator == "Exists" or (
+        operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+    )
 
 
 def admitted_tolerations(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The pod's tolerations after EKS's ExtendedResourceToleration admission plugin.
-
-    A pod asking for an extended resource (``nvidia.com/gpu``) tolerates a ``NoSchedule`` taint
-    of that name (plugin/pkg/admission/extendedresourcetoleration).
-    """
+    """The pod's tolerations after EKS's ExtendedResourceToleration admission plugin: a pod asking for
+    an extended resource (``nvidia.com/gpu``) tolerates a ``NoSchedule`` taint of that name."""
     names: set[str] = set()
     for container in [*(pod_spec.get("initContainers") or []), *(pod_spec.get("containers") or [])]:
         resources = container.get("resources") or {}
@@ -105,10 +87,7 @@ _INT64 = re.compile(r"^[+-]?[0-9]+$")
 
 
 def _int64(text: str | None) -> int | None:
-    """A label value as Go's ``strconv.ParseInt(v, 10, 64)`` reads it (labels/selector.go), else None.
-
-    Python's ``int`` would also take ``"1_0"``, spaces and values past int64.
-    """
+    """A label value as Go's ``strconv.ParseInt(v, 10, 64)`` reads it (not ``"1_0"``, spaces, past int64)."""
     if text is None or not _INT64.match(text):
         return None
     value = int(text)
@@ -153,12 +132,8 @@ def _gpus(container: Mapping[str, Any]) -> int:
 
 
 def gpu_limit(pod_spec: Mapping[str, Any]) -> int:
-    """GPUs the pod needs, as the scheduler counts them.
-
-    Containers run together (their GPUs add up); init containers run one at a
-    time, except sidecars (``restartPolicy: Always``), which keep theirs while
-    every later container runs.
-    """
+    """GPUs the pod needs, as the scheduler counts them: containers add up; init containers run one at a
+    time, except sidecars (``restartPolicy: Always``), which keep theirs while later containers run."""
     sidecars = peak = 0
     for container in pod_spec.get("initContainers") or []:
         if container.get("restartPolicy") == "Always":
@@ -199,11 +174,8 @@ def fits(pod_spec: Mapping[str, Any], node: Node) -> Verdict:
 
 
 def pods_per_node(pod_spec: Mapping[str, Any], node: Node) -> int | None:
-    """How many pods of ``pod_spec`` one ``node`` can hold, counting ``nvidia.com/gpu`` only.
-
-    0 when the pod cannot land there at all (taint, selector, affinity or too few
-    GPUs); ``None`` when the pod asks for no GPU, so GPUs set no bound.
-    """
+    """How many pods of ``pod_spec`` one ``node`` can hold, counting ``nvidia.com/gpu`` only: 0 when the
+    pod cannot land there at all, ``None`` when it asks for no GPU (GPUs set no bound)."""
     needed = gpu_limit(pod_spec)
     if not fits(pod_spec, node).fits:
         return 0

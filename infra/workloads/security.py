@@ -67,10 +67,8 @@ def _contexts(pod: Mapping[str, Any], where: str = "spec") -> list[tuple[str, An
 
 
 def runs_as_non_root(pod: Mapping[str, Any]) -> bool:
-    """True when every container already runs as non-root (runAsNonRoot or a non-zero runAsUser).
-
-    Then restricted costs nothing: the image was never going to run as root.
-    """
+    """True when every container already runs as non-root (runAsNonRoot or a non-zero runAsUser), so
+    restricted costs nothing: the image was never going to run as root."""
     (_, pod_sc), *containers = _contexts(pod)
     pod_sc = pod_sc or {}
     if not known(pod_sc) or not isinstance(pod_sc, Mapping) or not containers:
@@ -125,12 +123,8 @@ def _container_defaults(
 
 
 def _refuse_root_under_restricted(pod: Mapping[str, Any], where: str) -> None:
-    """``restricted`` chosen explicitly beside an explicit root user: refused, not weakened.
-
-    The restricted level forbids ``runAsUser: 0`` and ``runAsNonRoot: false`` outside a user
-    namespace; a namespace enforcing it would refuse the pod, and quietly applying baseline
-    instead would make ``restricted`` mean nothing.
-    """
+    """``restricted`` chosen beside an explicit root user, which that level forbids: refused, since
+    quietly applying baseline instead would make ``restricted`` mean nothing."""
     for path, sc in _contexts(pod, where):
         if not known(sc) or not isinstance(sc, Mapping):
             continue

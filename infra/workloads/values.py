@@ -32,10 +32,8 @@ def known(value: Any) -> bool:
 def as_whole(value: Any) -> int | None:
     """``value`` as an int if it is one; integral floats (JSON numbers, e.g. ``1.0``) count, booleans do not."""
     if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def check_spec_fields(spec: Any, kind: str, allowed: Set[str]) -> Mapping[str, Any]:
@@ -51,11 +49,7 @@ def check_spec_fields(spec: Any, kind: str, allowed: Set[str]) -> Mapping[str, A
 
 
 def check_counts(spec: Mapping[str, Any], fields: Iterable[str]) -> None:
-    """Refuse a count that is not a whole number >= 0, as the API's ``ValidateNonnegativeField`` does.
-
-    Integral floats (``2.0``, as numbers arrive from other languages) are whole numbers;
-    text (``"2"``) and booleans are not: the API's schema refuses them.
-    """
+    """Refuse a count that is not a whole number >= 0 (``2.0`` is one, ``"2"`` and booleans are not)."""
     for field in fields:
         value = spec.get(field)
         if value is None or not known(value):

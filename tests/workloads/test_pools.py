@@ -15,7 +15,21 @@ INFERENCE = GpuPool("inference", gpus_per_node=1)
 TRAINING = GpuPool("training", gpus_per_node=4)
 SHARED = GpuPool("shared", gpus_per_node=1, time_slicing_replicas=4, capacity_type="SPOT")
 POOLS = Placement(pools=(INFERENCE, TRAINING, SHARED))
-NODES = [*(Node.from_pool(POOLS, p) for p in POOLS.pools), system_node()]
+
+
+def _pool_node(pool: GpuPool) -> Node:
+    """A node of ``pool``: its labels, the GPU taint and every GPU slot."""
+    return Node.from_node_group(
+        pool.name,
+        labels=POOLS.pool_labels(pool.name),
+        eks_taints=[POOLS.eks_taint()],
+        instance_type="g5g.xlarge",
+        arch="arm64",
+        gpus=pool.slots_per_node,
+    )
+
+
+NODES = [*(_pool_node(p) for p in POOLS.pools), system_node()]
 POD = {"containers": [{"name": "m", "image": "i"}]}
 
 
@@ -197,7 +211,7 @@ def test_init_containers_count_toward_what_the_pool_must_give() -> None:
 )
 def test_pods_per_node_counts_gpu_slots(gpus: int, pool: str, expected: int) -> None:
     pod = place_pod_spec(POD, DEFAULT_PLACEMENT, gpus=gpus)
-    assert pods_per_node(pod, Node.from_pool(POOLS, POOLS.pool(pool))) == expected
+    assert pods_per_node(pod, _pool_node(POOLS.pool(pool))) == expected
 
 
 def test_pods_per_node_is_zero_off_gpu_nodes_and_unbounded_without_gpus() -> None:
