@@ -27,7 +27,12 @@ import yaml
 from infra.platform import config as platform_config
 from infra.tooling.agents import NODE_GROUP, aligned, group_nodes, landings
 from infra.tooling.agents import table as agent_table
-from infra.tooling.chart_models import DEVICE_PLUGIN_CHART, ChartUnavailable, device_plugin_pod
+from infra.tooling.chart_models import (
+    DEVICE_PLUGIN_CHART,
+    ChartUnavailable,
+    device_plugin_pod,
+    device_plugin_version,
+)
 from infra.tooling.costs import lines as cost_lines
 from infra.tooling.costs import stack_cost
 from infra.tooling.manifests import HELM_RELEASE_TYPE, is_manifest_type, manifest_of, validate_manifest
@@ -85,6 +90,8 @@ def workloads_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
             name = (r.inputs.get("metadata") or {}).get("name", r.name)
             found.append((f"{r.type.rsplit(':', 1)[1]}/{name}", dict(pod_spec_of(r.type, r.inputs) or {})))
         elif r.type == HELM_RELEASE_TYPE and r.inputs.get("chart") == DEVICE_PLUGIN_CHART:
+            if r.inputs.get("version") != device_plugin_version():
+                continue  # only the pinned chart is rendered; the agent table says the plugin is unknown
             release = r.inputs.get("name", r.name)
             pod = device_plugin_pod(
                 r.inputs.get("values") or {}, release, r.inputs.get("namespace") or "default"

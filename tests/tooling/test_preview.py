@@ -121,6 +121,21 @@ def test_a_broken_config_fails_naming_the_key(tmp_path: Path, capsys) -> None:
     assert "error: kubernetesVersion: Input should be '1.35' or '1.36'" in capsys.readouterr().err
 
 
+def test_another_device_plugin_version_is_not_shown_as_the_pinned_render(tmp_path: Path, capsys) -> None:
+    project = tmp_path / "platform"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        (project / name).write_text((ROOT / name).read_text())
+    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    stack["config"].setdefault("eks-gpu-platform:devicePlugin", {})["chartVersion"] = "0.20.0"
+    (project / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack))
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "helm release nvidia-device-plugin: chart=nvidia-device-plugin version=0.20.0" in out
+    assert "workload DaemonSet/nvidia-device-plugin (helm)" not in out
+    assert "is not the one pinned and rendered here (0.19.3)" in out
+
+
 def test_unknown_stack_is_a_clear_error(tmp_path: Path, capsys) -> None:
     assert main(["--stack", "nosuch", "--out", str(tmp_path)]) == 1
     assert "no project has a Pulumi.nosuch.yaml" in capsys.readouterr().err
