@@ -75,7 +75,7 @@ def _cli_boolean(value: Any) -> Any:
 def _unique(items: tuple[Any, ...]) -> tuple[Any, ...]:
     # Pydantic 2 dropped unique_items; the schema still says uniqueItems.
     if len(set(items)) != len(items):
-        raise ValueError(f"lists an item twice: {list(items)}")
+        raise ValueError(f"lists an item twice: {[str(item) for item in items]}")
     return items
 
 
@@ -154,6 +154,13 @@ class Section(BaseModel):
         use_attribute_docstrings=True,
         regex_engine="python-re",  # for the look-aheads that refuse reserved names
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_text(cls, data: Any) -> Any:
+        # `pulumi config set` without --path stores an object or list as JSON text, at any depth.
+        data = _json(data)
+        return {k: _json(v) for k, v in data.items()} if isinstance(data, Mapping) else data
 
 
 class NetworkConfig(Section):
@@ -485,6 +492,21 @@ HINTS = {
     ): "a pool name is 1-32 letters, digits, '-' or '_', a letter or digit at both ends "
     "(it becomes a node label value and part of a node group name)",
     ("gpuNodes", ".*"): "gpuNodes was replaced by gpuPools: {<name>: {the same fields, plus sharing}}",
+    (
+        "devicePlugin.namespace",
+        "default|kube-system",
+    ): "the plugin needs its own namespace (the chart refuses "
+    "'default' unless allowDefaultNamespace; kube-system holds EKS's own agents)",
+    (r"gpuPools\..*\.instanceTypes\[\d+\]", ".*"): "GPU pools run the Arm NVIDIA AMI "
+    "(AL2023_ARM_64_NVIDIA), so only Arm NVIDIA (g5g) types; x86 GPU types cannot boot it",
+}
+
+
+# Pydantic's words for a wrong type, in the stack file's terms.
+TYPE_MESSAGES = {
+    "tuple_type": "Input should be a list",
+    "model_type": "Input should be an object (key: value settings)",
+    "dict_type": "Input should be an object (key: value settings)",
 }
 
 
@@ -509,8 +531,9 @@ def _message(error: Mapping[str, Any]) -> str:
         text = str(error["ctx"]["error"])
         message = (setting + (text if text[:1] in ".:" else f" {text}")).lstrip(".: ")
     else:
-        got = "" if ", got" in error["msg"] else f", got {error['input']!r}"
-        message = f"{setting}: {error['msg']}{got}"
+        text = TYPE_MESSAGES.get(kind, error["msg"])
+        got = "" if ", got" in text else f", got {error['input']!r}"
+        message = f"{setting}: {text}{got}"
         examples = _schema_at(loc).get("examples") if kind == "string_pattern_mismatch" else None
         if examples:
             message += f"; e.g. {examples[0]}"

@@ -77,6 +77,11 @@ BAD = [
     ),
     ({"gpuPools": {"gpu": {"instanceTypes": ["g5g.xlarge", "g5g.xlarge"]}}}, "lists an item twice"),
     (
+        {"endpoint": {"publicAccessCidrs": ["203.0.113.7/32", "203.0.113.7/32"]}},
+        "endpoint.publicAccessCidrs lists an item twice: ['203.0.113.7/32', '203.0.113.7/32']",
+    ),
+    ({"gpuPools": {"gpu": {"instanceTypes": ["g5.xlarge"]}}}, "only Arm NVIDIA (g5g) types"),
+    (
         {"gpuPools": {"gpu": {"minSize": 3, "maxSize": 2, "desiredSize": 2}}},
         "minSize (3) must not exceed maxSize (2)",
     ),
@@ -121,6 +126,7 @@ BAD = [
         {"devicePlugin": {"namespace": "default"}},
         "devicePlugin.namespace: String should match pattern '^(?!default$|kube-system$)",
     ),
+    ({"devicePlugin": {"namespace": "default"}}, "the chart refuses 'default' unless allowDefaultNamespace"),
     ({"devicePlugin": {"namespace": "Bad_NS"}}, "devicePlugin.namespace: String should match pattern"),
     (
         {"endpoint": {"publicAccess": True}},
@@ -180,7 +186,7 @@ BAD = [
         },
         "not both",
     ),
-    ({"network": "10.0.0.0/16"}, "network: Input should be a valid dictionary"),
+    ({"network": "10.0.0.0/16"}, "network: Input should be an object (key: value settings)"),
     ({"production": "maybe"}, "production: Input should be a valid boolean"),
     (
         {"clusterName": "has space"},
@@ -209,11 +215,11 @@ BAD = [
         {"gpuPools": {"gpu": {"sharing": {"timeslicing": {"replicas": 2}}}}},
         "did you mean gpuPools.gpu.sharing.timeSlicing?",
     ),
-    ({"gpuPools": {"gpu": "g5g.xlarge"}}, "gpuPools.gpu: Input should be a valid dictionary"),
-    ({"gpuPools": ["gpu"]}, "gpuPools: Input should be a valid dictionary"),
+    ({"gpuPools": {"gpu": "g5g.xlarge"}}, "gpuPools.gpu: Input should be an object (key: value settings)"),
+    ({"gpuPools": ["gpu"]}, "gpuPools: Input should be an object (key: value settings)"),
     (
         {"endpoint": {"publicAccessCidrs": "203.0.113.0/24"}},
-        "endpoint.publicAccessCidrs: Input should be a valid tuple",
+        "endpoint.publicAccessCidrs: Input should be a list",
     ),
     # Pools (issue 12).
     ({"gpuNodes": {"instanceTypes": ["g5g.xlarge"]}}, "gpuNodes was replaced by gpuPools"),
@@ -255,7 +261,7 @@ BAD = [
     ({"clusterAdmins": ["arn:aws:iam::123456789012:role/ci-deploy"]}, None),
     (
         {"clusterAdmins": "arn:aws:iam::123456789012:role/ci-deploy"},
-        "clusterAdmins: Input should be a valid tuple",
+        "clusterAdmins: Input should be a list",
     ),
     ({"clusterAdmins": ["ci-deploy"]}, "clusterAdmins[0]: String should match pattern"),
     (
@@ -269,6 +275,15 @@ BAD = [
     ),
     ({"region": "eu-west-1"}, "unknown setting region: set it with aws:region"),
 ]
+
+
+def test_objects_and_lists_given_as_json_text_are_read_at_any_depth() -> None:
+    """`pulumi config set` without --path stores an object or list as JSON text, nested ones too."""
+    config = _load(
+        gpuPools={"gpu": {"sharing": '{"timeSlicing": {"replicas": 4}}', "instanceTypes": '["g5g.2xlarge"]'}}
+    )
+    pool = config.gpu_pools["gpu"]
+    assert pool.sharing.time_slicing.replicas == 4 and pool.instance_types == ("g5g.2xlarge",)
 
 
 @pytest.mark.parametrize(("raw", "message"), BAD, ids=[str(m) for _, m in BAD])
