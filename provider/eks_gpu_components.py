@@ -11,7 +11,7 @@ builds the package schema from their annotations, and construction is the real c
   types become empty local types, and a typed object that arrives as an Output loses its fields;
 - descriptions come from the analysed class's own source, so each Args lists every input
   (decision 0015);
-- numbers arrive as floats (:func:`_whole_numbers`), and ``customTimeouts`` never arrive, so
+- numbers arrive as floats (:func:`infra.workloads.wire.whole_numbers`), and ``customTimeouts`` never arrive, so
   the timeouts are inputs.
 """
 
@@ -23,6 +23,7 @@ import pulumi
 from typing_extensions import NotRequired
 
 from infra.workloads import gpu_deployment, gpu_job
+from infra.workloads.wire import whole_numbers
 
 PACKAGE = "eks-gpu"
 """The package name: type tokens are ``eks-gpu:index:<Component>``."""
@@ -92,22 +93,6 @@ class GpuJobArgs(TypedDict):
     """Run a failed Job again: the next `pulumi up` replaces it (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). pulumi-kubernetes replaces any Job that is not Complete, a running one too, so this needs spec.activeDeadlineSeconds (a plain number), no spec.suspend and waitForCompletion true; `pulumi up` then waits at least the deadline + the pods' grace period + 2 minutes (createTimeout/updateTimeout default to that; shorter ones are refused), so the Job has completed or failed when a later `pulumi up` looks at it."""
 
 
-def _whole_numbers(value: Any) -> Any:
-    """``value`` with integral floats as ints, inside Outputs too: the wire has only floats (``gpus: 1`` is 1.0).
-
-    The component's checks read ints as a Python user gives them; ``1.5`` stays a float and is refused there.
-    """
-    if isinstance(value, pulumi.Output):
-        return value.apply(_whole_numbers)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {k: _whole_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole_numbers(v) for v in value]
-    return value
-
-
 class _Served(pulumi.ComponentResource):
     """A served component: its subclass is the schema; constructing it returns the real one of infra.workloads.
 
@@ -123,7 +108,7 @@ class _Served(pulumi.ComponentResource):
         cls, resource_name: str, args: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None
     ) -> Any:
         component, component_args = cls._real
-        inputs = {key: _whole_numbers(value) for key, value in args.items()}
+        inputs = {key: whole_numbers(value) for key, value in args.items()}
         return component(resource_name, component_args(**inputs), opts)
 
 

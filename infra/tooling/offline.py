@@ -28,6 +28,7 @@ import yaml
 from pulumi.runtime.mocks import MockMonitor
 
 from infra.tooling.manifests import manifest_of
+from infra.workloads.wire import whole_numbers
 
 PLATFORM_ROOT = Path(__file__).resolve().parents[2]
 # Remote components' outputs are not their inputs (awsx's natGateways input is a config object,
@@ -168,17 +169,6 @@ class Secret:
         return "[secret]"
 
 
-def _numbers(value: Any) -> Any:
-    """Whole numbers as ints: the engine's wire format has only floats, JSON (and Kubernetes) has both."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_numbers(v) for v in value]
-    return value
-
-
 class _Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = _computed_outputs(args.typ, args.name, args.inputs)
@@ -211,9 +201,9 @@ class _Monitor(MockMonitor):
                     custom=request.custom,
                     provider=request.provider,
                     protect=request.protect,
-                    inputs=_numbers(pulumi.runtime.rpc.deserialize_properties(request.object)),
+                    inputs=whole_numbers(pulumi.runtime.rpc.deserialize_properties(request.object)),
                     ignore_changes=list(request.ignoreChanges),
-                    outputs=_numbers(self.resources[urn].state),
+                    outputs=whole_numbers(self.resources[urn].state),
                     dependencies=list(request.dependencies),
                     replace_on_changes=list(request.replaceOnChanges),
                     delete_before_replace=(
@@ -264,7 +254,7 @@ def run_program(
 
     with mock.patch.dict(os.environ, env):
         _run()
-    return Run(resources=monitor.registrations, stack_outputs=_numbers(stack_outputs))
+    return Run(resources=monitor.registrations, stack_outputs=whole_numbers(stack_outputs))
 
 
 class ProjectError(ValueError):

@@ -96,3 +96,20 @@ def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
         item_type = _type_arg(typ, 0)
         return [to_wire(v, item_type, unknown=unknown) for v in value]
     return value
+
+
+def whole_numbers(value: Any) -> Any:
+    """``value`` with integral floats as ints, inside Outputs, maps and lists too.
+
+    The engine's wire format has only floats (``gpus: 1`` arrives as ``1.0``); Kubernetes and
+    the checks here read ints as a Python user writes them. ``1.5`` stays a float.
+    """
+    if isinstance(value, pulumi.Output):
+        return value.apply(whole_numbers)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, abc.Mapping):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    return value
