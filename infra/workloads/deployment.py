@@ -2,8 +2,8 @@
 
 Besides placing the template it defaults the rollout so an update never needs a
 spare GPU node, and the progress deadline to as long as Pulumi waits. The apps/v1
-rules themselves are the API server's
-(docs/decisions/0010-kubernetes-rules-stay-with-the-api-server.md).
+rules are the API server's, except the selector's: changing it replaces the Deployment,
+deleting the running one first (docs/decisions/0010-kubernetes-rules-stay-with-the-api-server.md).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from pulumi_kubernetes.apps.v1 import DeploymentSpecArgs
 
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
-from infra.workloads.podspec import place_template, prepare
+from infra.workloads.podspec import check_selector_matches, place_template, prepare
 from infra.workloads.sdk import input_type_py_to_pulumi_names
 from infra.workloads.values import PodSpecError, check_counts, check_spec_fields, known
 
@@ -77,12 +77,25 @@ def place_deployment_checked(
     )
     if not known(template):
         return result
+    _check_selector(spec["selector"], template)
     result["template"] = template
     strategy = rolling_update(result.get("strategy"), rolling_update_defaults)
     if strategy is not None:
         result["strategy"] = strategy
     _progress_deadline(result, progress_deadline)
     return result
+
+
+def _check_selector(selector: Any, template: Any) -> None:
+    """An empty selector, or one that misses the pods: refused before a replacement deletes anything."""
+    if known(selector) and isinstance(selector, Mapping):
+        match, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
+        if known(match) and known(expressions) and not match and not expressions:
+            raise PodSpecError(
+                "spec.selector is empty, which the API refuses for a Deployment (it would select every "
+                "pod): set matchLabels to the template's labels"
+            )
+    check_selector_matches(selector, template, "Deployment")
 
 
 def _progress_deadline(spec: dict[str, Any], default: int) -> None:

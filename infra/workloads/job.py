@@ -1,9 +1,10 @@
 """The Job spec around a placed pod template: pure, what ``GpuJob`` declares.
 
 Training and batch inference run to completion, so a Job's pods restart Never
-unless the spec says otherwise. The batch/v1 rules themselves are the API
-server's (docs/decisions/0010-kubernetes-rules-stay-with-the-api-server.md);
-refused here is only what ``replace_unready`` needs to compute its wait.
+unless the spec says otherwise. The batch/v1 rules are the API server's
+(docs/decisions/0010-kubernetes-rules-stay-with-the-api-server.md) except two kinds
+refused here: what ``replace_unready`` needs to compute its wait, and a restart policy
+or selector the API refuses, since changing those replaces the Job, deleting it first.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from typing import Any
 from pulumi_kubernetes.batch.v1 import JobSpecArgs
 
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
-from infra.workloads.podspec import place_template, prepare
+from infra.workloads.podspec import check_selector_matches, place_template, prepare
 from infra.workloads.sdk import input_type_py_to_pulumi_names
 from infra.workloads.values import UNKNOWN, PodSpecError, as_whole, check_spec_fields, known
 
 JOB_SPEC_FIELDS = frozenset(input_type_py_to_pulumi_names(JobSpecArgs).values())
 """The fields of ``kubernetes.batch.v1.Job``'s spec, as pulumi-kubernetes knows them."""
+JOB_RESTART_POLICIES = ("Never", "OnFailure")
 DEFAULT_JOB_RESTART_POLICY = "Never"
 """A failed pod is replaced by a new one (counted against backoffLimit) rather than restarted in place."""
 REPLACE_UNREADY_MARGIN_SECONDS = 120
@@ -89,8 +91,39 @@ def place_job_checked(
         pod = template.get("spec")  # without restartPolicy the API's default, Always, which no Job takes
         if isinstance(pod, Mapping) and pod.get("restartPolicy") is None:
             template = {**template, "spec": {**pod, "restartPolicy": DEFAULT_JOB_RESTART_POLICY}}
+        _check_restart_and_selector(spec, template)
         result["template"] = template
     return result
+
+
+def _check_restart_and_selector(spec: Mapping[str, Any], template: Mapping[str, Any]) -> None:
+    """What the API refuses in these fields, refused before a replacement deletes the running Job."""
+    pod = template.get("spec")
+    policy = pod.get("restartPolicy") if known(pod) and isinstance(pod, Mapping) else UNKNOWN
+    if known(policy) and policy not in JOB_RESTART_POLICIES:
+        raise PodSpecError(
+            f"spec.template.spec.restartPolicy {policy!r}: a Job's pods must use one of "
+            f"{', '.join(JOB_RESTART_POLICIES)} (the API refuses Always for Jobs); remove it to get Never"
+        )
+    failure_policy = spec.get("podFailurePolicy")
+    if known(failure_policy) and failure_policy is not None and known(policy) and policy != "Never":
+        raise PodSpecError(
+            f"spec.podFailurePolicy needs spec.template.spec.restartPolicy Never, not {policy!r} "
+            "(the API refuses it otherwise)"
+        )
+    manual, selector = spec.get("manualSelector"), spec.get("selector")
+    if manual is True and selector is None:
+        raise PodSpecError(
+            "spec.selector is required with spec.manualSelector: true; set it to the template's labels, "
+            "or drop manualSelector and let Kubernetes generate a unique one"
+        )
+    if known(selector) and selector is not None and known(manual) and manual is not True:
+        raise PodSpecError(  # the API adds its generated controller-uid label and refuses any other selector
+            "spec.selector is only accepted with spec.manualSelector: true (the API generates a unique "
+            "selector and refuses one of yours otherwise); remove spec.selector, or set manualSelector: true "
+            "if you really manage the labels yourself"
+        )
+    check_selector_matches(selector, template, "Job")
 
 
 def place_job_spec(

@@ -15,7 +15,7 @@ from infra.workloads import security
 from infra.workloads.placement import DEFAULT_PLACEMENT, GPU_RESOURCE, Placement, gpu_count
 from infra.workloads.pools import GpuDemand, apply_pool, check_affinity
 from infra.workloads.quantity import QuantityError, whole_count
-from infra.workloads.scheduling import gpu_limit
+from infra.workloads.scheduling import gpu_limit, match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
 from infra.workloads.wire import WireError, output_path, to_wire
 
@@ -271,3 +271,37 @@ def place_template(
         pod, placement, gpus, pool=pool, profile=profile, where=pod_where, placement_known=placement_known
     )
     return {**template, "spec": placed}
+
+
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def check_selector_matches(selector: Any, template: Any, kind: str) -> None:
+    """Refuse a ``spec.selector`` that misses ``spec.template.metadata.labels``, as the API does.
+
+    Kept though the API refuses it too: a changed selector replaces the workload, and
+    pulumi-kubernetes deletes a named one before the API sees the new one (decision 0010).
+    Only known values are compared.
+    """
+    metadata = template.get("metadata") if isinstance(template, Mapping) else UNKNOWN
+    if not (known(selector) and isinstance(selector, Mapping) and known(metadata)):
+        return
+    labels = (metadata or {}).get("labels") if isinstance(metadata, Mapping | None) else UNKNOWN
+    if not known(labels) or not all(map(known, (labels or {}).values())):
+        return
+    labels = dict(labels or {})
+    match, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
+    misses = [f"matchLabels {k}={v!r}" for k, v in _known_items(match) if known(v) and labels.get(k) != v]
+    for i, e in enumerate((expressions or []) if known(expressions) else []):
+        parts = (e.get("key"), e.get("operator"), e.get("values")) if isinstance(e, Mapping) else (UNKNOWN,)
+        if all(map(known, parts)) and parts[1] in SELECTOR_OPERATORS and not match_expression(e, labels):
+            misses.append(f"matchExpressions[{i}] {dict(e)}")
+    if misses:
+        raise PodSpecError(
+            f"spec.selector.{misses[0]} does not match spec.template.metadata.labels {labels}: "
+            f"Kubernetes refuses a {kind} whose selector misses its pods; make the two agree"
+        )
+
+
+def _known_items(mapping: Any) -> list[tuple[Any, Any]]:
+    return list(mapping.items()) if known(mapping) and isinstance(mapping, Mapping) else []

@@ -5,7 +5,9 @@ places them with every value the user wrote kept, and the real API server (a
 server-side dry-run apply) refuses the placed object with an error naming the
 field, so the user still hears of it at preview or up (decision record 0010).
 ``DECIDED_HERE``: the package's verdict (refused with a ``PodSpecError``, or
-placed) must be the API server's; a disagreement means a kept rule is wrong.
+placed) must be the API server's; a disagreement means a kept rule is wrong. A case
+with a field is refused by both, each naming it: among them the selectors and Job
+restart policies, kept because changing them replaces the object (decision 0010).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class Case(NamedTuple):
     kind: str
     spec: dict[str, Any]
     field: str = ""
-    """Left to the API: the field its refusal must name."""
+    """The field the API's refusal names (decided here: the package's too, and it must refuse)."""
     name: str = "case"
 
 
@@ -97,12 +99,6 @@ LEFT_TO_THE_API: list[Case] = [
     Case("Deployment", _zero_rollout("0%"), "spec.strategy.rollingUpdate.maxUnavailable"),
     Case(
         "Deployment",
-        _deployment(selector={"matchExpressions": [{"key": "app", "operator": "In", "values": ["x"]}]}),
-        "spec.template.metadata.labels",
-    ),
-    Case("Deployment", _deployment(selector={}), "spec.selector"),
-    Case(
-        "Deployment",
         _deployment(template=_with_pod(restartPolicy="Never")),
         "spec.template.spec.restartPolicy",
     ),
@@ -119,18 +115,6 @@ LEFT_TO_THE_API: list[Case] = [
         ),
         "spec.template.spec.ephemeralContainers",
     ),
-    Case("Job", _job(manualSelector=True), "spec.selector"),
-    Case(
-        "Job",
-        _job(manualSelector=True, selector={"matchLabels": {"app": "eval"}}),
-        "spec.template.metadata.labels",
-    ),
-    Case("Job", {"template": _with_pod(restartPolicy="Always")}, "spec.template.spec.restartPolicy"),
-    Case(
-        "Job",
-        {"podFailurePolicy": {"rules": []}, "template": _with_pod(restartPolicy="OnFailure")},
-        "spec.template.spec.restartPolicy",
-    ),
     Case(
         "Job",
         _job(podFailurePolicy={"rules": []}, podReplacementPolicy="TerminatingOrFailed"),
@@ -139,8 +123,6 @@ LEFT_TO_THE_API: list[Case] = [
     Case("Job", _job(podReplacementPolicy="Always"), "spec.podReplacementPolicy"),
     Case("Job", _job(completionMode="indexed"), "spec.completionMode"),
     Case("Job", _job(backoffLimitPerIndex=1), "spec.backoffLimitPerIndex"),
-    Case("Job", _job(selector={"matchLabels": LABELS}), "spec.selector"),
-    Case("Job", _job(manualSelector=False, selector={"matchLabels": LABELS}), "spec.selector"),
     Case("Job", _job(**INDEXED, maxFailedIndexes=1), "spec.backoffLimitPerIndex"),
     Case("Job", _job(**INDEXED, backoffLimitPerIndex=1, maxFailedIndexes=5), "spec.maxFailedIndexes"),
     Case("Job", _job(activeDeadlineSeconds=-1), "spec.activeDeadlineSeconds"),
@@ -182,6 +164,32 @@ DECIDED_HERE: list[Case] = [
     Case("Deployment", _deployment(minReadySeconds=600)),  # the default deadline grows beyond it
     Case("Deployment", _deployment(replicas=-1)),
     Case("Deployment", {"template": TEMPLATE}),
+    # Fields whose change replaces the object, the running one deleted first (decision 0010):
+    # refused here, before anything is deleted, naming the field the API names.
+    Case(
+        "Deployment",
+        _deployment(selector={"matchExpressions": [{"key": "app", "operator": "In", "values": ["x"]}]}),
+        "spec.template.metadata.labels",
+    ),
+    Case(
+        "Deployment", _deployment(selector={"matchLabels": {"app": "eval"}}), "spec.template.metadata.labels"
+    ),
+    Case("Deployment", _deployment(selector={}), "spec.selector"),
+    Case("Deployment", _deployment(selector={"matchLabels": {}, "matchExpressions": []}), "spec.selector"),
+    Case("Job", _job(manualSelector=True), "spec.selector"),
+    Case(
+        "Job",
+        _job(manualSelector=True, selector={"matchLabels": {"app": "eval"}}),
+        "spec.template.metadata.labels",
+    ),
+    Case("Job", {"template": _with_pod(restartPolicy="Always")}, "spec.template.spec.restartPolicy"),
+    Case(
+        "Job",
+        {"podFailurePolicy": {"rules": []}, "template": _with_pod(restartPolicy="OnFailure")},
+        "spec.template.spec.restartPolicy",
+    ),
+    Case("Job", _job(selector={"matchLabels": LABELS}), "spec.selector"),
+    Case("Job", _job(manualSelector=False, selector={"matchLabels": LABELS}), "spec.selector"),
     Case("Job", _job(manualSelector=True, selector={"matchLabels": LABELS})),
     Case("Job", _job(podFailurePolicy={"rules": []}, podReplacementPolicy="Failed")),
     Case("Job", _job(podReplacementPolicy="TerminatingOrFailed")),
@@ -252,6 +260,9 @@ def test_the_package_and_the_api_server_agree(kube: Kube, namespace: str, case: 
     try:
         placed = PLACE[case.kind](case.spec)
     except PodSpecError as error:
-        assert _refusal(kube, case, case.spec) is not None, f"we refuse what the API accepts: {error}"
+        refusal = _refusal(kube, case, case.spec)
+        assert refusal is not None, f"we refuse what the API accepts: {error}"
+        assert case.field in str(error) and case.field in refusal, (str(error), refusal)
         return
+    assert not case.field, f"the API refuses it naming {case.field}, and so should we"
     assert _refusal(kube, case, placed) is None, "we placed a spec the API refuses"

@@ -135,6 +135,14 @@ def test_a_restart_policy_the_user_chose_is_kept(provider: ComponentProvider) ->
     assert job_of(run)["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
 
 
+def test_restart_policy_always_is_refused_naming_it(provider: ComponentProvider) -> None:
+    inputs = typescript_inputs()
+    inputs["spec"]["template"]["spec"]["restartPolicy"] = "Always"
+
+    with pytest.raises(Exception, match=r"spec\.template\.spec\.restartPolicy 'Always'"):
+        build(provider, inputs)
+
+
 def test_an_indexed_job_keeps_its_settings(provider: ComponentProvider) -> None:
     inputs = typescript_inputs()
     inputs["spec"].update({"completionMode": "Indexed", "completions": 8.0, "parallelism": 2.0})

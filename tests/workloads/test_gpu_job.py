@@ -266,6 +266,7 @@ def test_args_as_the_provider_hands_them_over_camel_case_and_floats(run) -> None
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
+        ({"spec": job_spec(restartPolicy="Always")}, PodSpecError, "the API refuses Always for Jobs"),
         (
             {"spec": {**job_spec(), "replicas": 2}},
             PodSpecError,

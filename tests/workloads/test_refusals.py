@@ -10,10 +10,12 @@ import pulumi
 import pytest
 
 from infra import GpuDeployment, GpuJob, PodSpecError
-from infra.workloads.deployment import place_deployment_spec
+from infra.workloads.deployment import place_deployment_checked, place_deployment_spec
 from infra.workloads.job import place_job_spec
+from infra.workloads.placement import DEFAULT_PLACEMENT
 from infra.workloads.podspec import place_pod_spec
 from infra.workloads.quantity import QuantityError, parse_quantity, whole_count
+from infra.workloads.values import UNKNOWN
 from tests.cluster.test_api_refusals import LEFT_TO_THE_API, PLACE, kept
 from tests.conftest import deployment_spec
 
@@ -195,6 +197,121 @@ JOB_TEMPLATE = {
 def test_job_specs_the_api_accepts_are_accepted(spec: dict) -> None:
     placed = place_job_spec({**spec, "template": JOB_TEMPLATE})
     assert {k: v for k, v in placed.items() if k != "template"} == spec
+
+
+# --- fields whose change replaces the object: refused before pulumi-kubernetes deletes the old one ---
+
+JOB_POD = JOB_TEMPLATE["spec"]
+MISSES = "does not match spec.template.metadata.labels"
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        ({}, r"^spec\.selector is empty, which the API refuses for a Deployment"),
+        ({"matchLabels": {}, "matchExpressions": []}, r"^spec\.selector is empty"),
+        ({"matchLabels": {"app": "other"}}, rf"^spec\.selector\.matchLabels app='other' {MISSES}"),
+        (
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": ["other"]}]},
+            rf"^spec\.selector\.matchExpressions\[0\] .* {MISSES} \{{'app': 'inference'\}}: "
+            "Kubernetes refuses a Deployment whose selector misses its pods",
+        ),
+    ],
+)
+def test_a_deployment_selector_the_api_refuses_is_refused_naming_it(selector: dict, message: str) -> None:
+    with pytest.raises(PodSpecError, match=message):
+        place_deployment_spec({**deployment_spec(), "selector": selector})
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        {"matchLabels": {"app": "inference"}},
+        {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+        {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["web"]}]},
+        {"matchLabels": {"app": UNKNOWN}},  # an Output not resolved yet: checked once it is
+        UNKNOWN,
+    ],
+)
+def test_a_deployment_selector_that_matches_or_is_not_known_yet_is_kept(selector: object) -> None:
+    spec = {**deployment_spec(), "selector": selector}
+    placed = place_deployment_checked(
+        spec, DEFAULT_PLACEMENT, None, pool=None, profile=None, rolling_update_defaults=True
+    )
+    assert placed["selector"] == selector
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"template": {**JOB_TEMPLATE, "spec": {**JOB_POD, "restartPolicy": "Always"}}},
+            r"^spec\.template\.spec\.restartPolicy 'Always': a Job's pods must use one of Never, OnFailure",
+        ),
+        (
+            {
+                "podFailurePolicy": {"rules": []},
+                "template": {**JOB_TEMPLATE, "spec": {**JOB_POD, "restartPolicy": "OnFailure"}},
+            },
+            r"^spec\.podFailurePolicy needs spec\.template\.spec\.restartPolicy Never, not 'OnFailure'",
+        ),
+        (
+            {"manualSelector": True, "template": JOB_TEMPLATE},
+            r"^spec\.selector is required with spec\.manualSelector: true",
+        ),
+        (
+            {"selector": {"matchLabels": {"job": "train"}}, "template": JOB_TEMPLATE},
+            r"^spec\.selector is only accepted with spec\.manualSelector: true",
+        ),
+        (
+            {
+                "manualSelector": False,
+                "selector": {"matchLabels": {"job": "train"}},
+                "template": JOB_TEMPLATE,
+            },
+            r"^spec\.selector is only accepted with spec\.manualSelector: true",
+        ),
+        (
+            {"manualSelector": True, "selector": {"matchLabels": {"job": "eval"}}, "template": JOB_TEMPLATE},
+            rf"^spec\.selector\.matchLabels job='eval' {MISSES} \{{'job': 'train'\}}: Kubernetes refuses a Job",
+        ),
+    ],
+)
+def test_a_job_restart_policy_or_selector_the_api_refuses_is_refused_naming_it(
+    spec: dict, message: str
+) -> None:
+    with pytest.raises(PodSpecError, match=message):
+        place_job_spec(spec)
+
+
+def test_a_replacing_field_is_refused_before_anything_is_declared(run) -> None:
+    errors: list[str] = []
+
+    def program() -> None:
+        for component, spec in [
+            (GpuDeployment, {**deployment_spec(), "selector": {"matchLabels": {"app": "other"}}}),
+            (
+                GpuJob,
+                {
+                    "template": {
+                        "spec": {"containers": [{"name": "m", "image": "i"}], "restartPolicy": "Always"}
+                    }
+                },
+            ),
+        ]:
+            with pytest.raises(PodSpecError) as raised:
+                component("x", spec=spec)
+            errors.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert errors[0].startswith("GpuDeployment('x'): spec.selector.matchLabels app='other' does not match")
+    assert errors[1].startswith("GpuJob('x'): spec.template.spec.restartPolicy 'Always'")
+
+
+def test_a_selector_given_as_an_output_is_checked_once_known(run) -> None:
+    selector = pulumi.Output.from_input({"matchLabels": {"app": "other"}})
+    with pytest.raises(Exception, match=r"spec\.selector\.matchLabels app='other' does not match"):
+        run(lambda: GpuDeployment("x", spec={**deployment_spec(), "selector": selector}))
 
 
 # --- the Deployment counts the package computes with: whole numbers >= 0 ---
