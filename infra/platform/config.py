@@ -1,11 +1,8 @@
 """Typed, validated stack config: every setting checked before any resource is declared.
 
-One pydantic model per config section. Ranges, choices, lengths and formats are ``Field``
-constraints and ``Literal`` types, so the JSON schema that generates docs/configuration.md
-(``config_docs``) says what the models check; hand-written checks remain only where pydantic
-has no word for the rule (rules across fields, Go durations). A refusal is pydantic's own
-message after the key as the stack file spells it (docs/decisions/0020). Read from plain data,
-so it is testable without the engine; :func:`from_pulumi` is the thin adapter.
+One pydantic model per config section; its constraints are also the JSON schema that generates
+docs/configuration.md, and a refusal is pydantic's message after the key as the stack file
+spells it (docs/decisions/0020). :func:`load` reads plain data; :func:`from_pulumi` adapts.
 """
 
 from __future__ import annotations
@@ -39,7 +36,7 @@ from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.network import subnet_layout
 from infra.platform.node_pools import SYSTEM_LABEL, WHOLE_GPUS
 from infra.workloads.durations import go_duration_seconds
-from infra.workloads.placement import CAPACITY_TYPES, POOL_LABEL, GpuPool, Placement, PlacementError
+from infra.workloads.placement import CAPACITY_TYPES, GpuPool, Placement, PlacementError
 
 # The minors with pinned add-ons (addons.py), those in EKS standard support (AWS user guide,
 # "kubernetes-versions": 1.35 to 2027-03-27, 1.36 to about 2027-08; 1.34 in HINTS).
@@ -79,18 +76,14 @@ def _unique(items: tuple[Any, ...]) -> tuple[Any, ...]:
     return items
 
 
-def _go_duration(value: str) -> str:
-    # Hand-written: pydantic has no Go duration type; the grammar lives in infra.workloads.durations.
-    if go_duration_seconds(value) is None:
+def _go_duration(value: str, alarm: bool = False) -> str:
+    # Pydantic has no Go duration type; the grammar lives in infra.workloads.durations.
+    seconds = go_duration_seconds(value)
+    if seconds is None:
         raise ValueError(
             f"must be a duration as Go writes it (e.g. 90s, 10m, 1h30m; units ns, us, ms, s, m, h), got {value!r}"
         )
-    return value
-
-
-def _alarm_window(value: str) -> str:
-    # CloudWatch refuses Period x EvaluationPeriods above a day; refused here, not mid-`pulumi up`.
-    if not 0 < (go_duration_seconds(value) or 0) <= MAX_ALARM_SECONDS:
+    if alarm and not 0 < seconds <= MAX_ALARM_SECONDS:  # refused here, not mid-`pulumi up`
         raise ValueError(
             f"must be more than 0s and at most 24h: CloudWatch refuses an alarm whose Period x "
             f"EvaluationPeriods exceeds {MAX_ALARM_SECONDS} s (one-minute periods here), got {value!r}"
@@ -118,9 +111,9 @@ Nodes = whole(0, 450)  # EKS CreateNodegroup (NodegroupScalingConfig)
 MaxNodes = whole(1, 450)
 GoDuration = Annotated[str, AfterValidator(_go_duration), Field(json_schema_extra={"format": "go-duration"})]
 AlarmWindow = Annotated[
-    GoDuration,
-    AfterValidator(_alarm_window),
-    Field(json_schema_extra={"exclusiveMinimum": "0s", "maximum": "24h"}),
+    str,
+    AfterValidator(functools.partial(_go_duration, alarm=True)),
+    Field(json_schema_extra={"format": "go-duration", "exclusiveMinimum": "0s", "maximum": "24h"}),
 ]
 
 
@@ -164,8 +157,6 @@ class Section(BaseModel):
 
 
 class NetworkConfig(Section):
-    """An existing VPC (vpcId + subnets) or a new one (cidr, availabilityZones, natGateways)."""
-
     vpc_id: text(r"^vpc-[0-9a-f]{8,17}$", "vpc-0123456789abcdef0") | None = None
     """An existing VPC to use; then also privateSubnetIds (secret-capable)."""
     private_subnet_ids: unique(SubnetId, 2) = ()
@@ -194,14 +185,14 @@ class NetworkConfig(Section):
             raise ValueError(
                 ": an existing VPC needs both vpcId and privateSubnetIds (at least two, in two AZs)"
             )
+        # With an existing VPC, cidr and availabilityZones are the defaults, which pass both checks.
         low, high = VPC_PREFIXES  # a range of prefix lengths: no Field constraint says that
-        if not self.vpc_id:
-            if not low <= self.cidr.prefixlen <= high:
-                raise ValueError(
-                    f".cidr must be an IPv4 block from /{low} to /{high}, the VPC sizes AWS CreateVpc "
-                    f"accepts, got '{self.cidr}'; e.g. 10.0.0.0/16"
-                )
-            subnet_layout(self.cidr, self.availability_zones)  # refuses a CIDR too small for the subnets
+        if not low <= self.cidr.prefixlen <= high:
+            raise ValueError(
+                f".cidr must be an IPv4 block from /{low} to /{high}, the VPC sizes AWS CreateVpc "
+                f"accepts, got '{self.cidr}'; e.g. 10.0.0.0/16"
+            )
+        subnet_layout(self.cidr, self.availability_zones)  # refuses a CIDR too small for the subnets
         return self
 
 
@@ -347,8 +338,6 @@ _SECTION = Field(default_factory=dict, validate_default=True)  # defaults go thr
 
 
 class AlarmsConfig(Section):
-    """CloudWatch alarms on the GPU pools."""
-
     sns_topic_arn: SnsTopic | None = None
     """Where alarms notify; unset: the alarms exist but notify nobody."""
     gpu_pod_pending_for: AlarmWindow = "10m"
@@ -358,8 +347,6 @@ class AlarmsConfig(Section):
 
 
 class ObservabilityConfig(Section):
-    """GPU metrics (CloudWatch add-on with dcgm-exporter), node health for repair, dashboard and alarms."""
-
     enabled: Flag = True
     """The CloudWatch Observability add-on, its IAM role, the GPU dashboard and the alarms."""
     container_logs: Flag = False
@@ -412,10 +399,9 @@ class PlatformConfig(Section):
             contract = self.contract  # the contract checks its key, value and pools
         except PlacementError as error:
             raise ValueError(f".placement: {error}") from None
-        taken = {POOL_LABEL: "the pool label", SYSTEM_LABEL: "the system group's label"}
-        if contract.key in taken:
+        if contract.key == SYSTEM_LABEL:  # the contract refuses its own pool label
             raise ValueError(
-                f".placement.key {contract.key!r} collides with {taken[contract.key]}; choose another key"
+                f".placement.key {contract.key!r} collides with the system group's label; choose another key"
             )
         return self
 
@@ -486,17 +472,11 @@ HINTS = {
     ("kubernetesVersion", r"1\.34"): "1.34 left EKS standard support on 2026-12-02: set 1.35 first",
     (r"clusterAdmins\[\d+\]", ".*:assumed-role/.*"): "an assumed-role session: give the role's ARN",
     ("gpuPools key .*", WHOLE_GPUS): f"{WHOLE_GPUS!r} is reserved: the device plugin's default config",
-    (
-        "gpuPools key .*",
-        ".*",
-    ): "a pool name is 1-32 letters, digits, '-' or '_', a letter or digit at both ends "
-    "(it becomes a node label value and part of a node group name)",
+    ("gpuPools key .*", ".*"): "a pool name is 1-32 letters, digits, '-' or '_', a letter or digit at "
+    "both ends (it becomes a node label value and part of a node group name)",
     ("gpuNodes", ".*"): "gpuNodes was replaced by gpuPools: {<name>: {the same fields, plus sharing}}",
-    (
-        "devicePlugin.namespace",
-        "default|kube-system",
-    ): "the plugin needs its own namespace (the chart refuses "
-    "'default' unless allowDefaultNamespace; kube-system holds EKS's own agents)",
+    ("devicePlugin.namespace", "default|kube-system"): "the plugin needs its own namespace (the chart "
+    "refuses 'default' unless allowDefaultNamespace; kube-system holds EKS's own agents)",
     (r"gpuPools\..*\.instanceTypes\[\d+\]", ".*"): "GPU pools run the Arm NVIDIA AMI "
     "(AL2023_ARM_64_NVIDIA), so only Arm NVIDIA (g5g) types; x86 GPU types cannot boot it",
 }
@@ -589,9 +569,9 @@ def load(
             f"which Pulumi shows in URNs and plans; set them without --secret (secrets are supported for "
             f"{', '.join(SECRET_CAPABLE)})"
         )
-    data = {"clusterName": default_cluster_name, **{k: _json(v) for k, v in raw.items()}}
+    data = {"clusterName": default_cluster_name, **raw, "region": region, "secret_keys": secret_keys}
     try:
-        return PlatformConfig.model_validate({**data, "region": region, "secret_keys": secret_keys})
+        return PlatformConfig.model_validate(data)
     except ValidationError as error:
         raise ConfigError("; ".join(_message(e) for e in _most_specific(error.errors()))) from None
 

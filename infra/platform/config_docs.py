@@ -1,10 +1,7 @@
-"""The configuration reference (docs/configuration.md), generated from the config models' JSON schema.
+"""The configuration reference in docs/configuration.md, generated from the config's JSON schema.
 
-    python -m infra.platform.config_docs          # print the table
-    python -m infra.platform.config_docs --write  # replace it in docs/configuration.md
-
-What the "allowed" column says is what the schema says the models check, so docs and
-code cannot disagree; ``tests/platform/test_config_docs.py`` fails when the docs' copy drifts.
+``python -m infra.platform.config_docs [--write]`` prints the table [or replaces it in the doc];
+tests/platform/test_config_docs.py fails when the doc's copy drifts from the models.
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
 DOC_DEFAULTS = {"clusterName": "`<project>-<stack>`"}
 DOC_ALLOWED = {"placement.key": "label key syntax", "placement.value": "label value syntax, a string"}
 FORMATS = {"ipv4network": "IPv4 CIDR", "go-duration": "Go duration (`90s`, `10m`, `1h30m`)"}
+BOUNDS = (("exclusiveMinimum", "above"), ("maximum", "up to"))
 
 
 def allowed(node: Mapping[str, Any]) -> str:
@@ -36,9 +34,8 @@ def allowed(node: Mapping[str, Any]) -> str:
     if node.get("type") == "boolean":
         return "true / false"
     if "format" in node:
-        low = f" above `{node['exclusiveMinimum']}`" if "exclusiveMinimum" in node else ""
-        high = f" up to `{node['maximum']}`" if "maximum" in node else ""
-        return FORMATS[node["format"]] + ",".join(("", *(part for part in (low, high) if part)))
+        bounds = (f"{word} `{node[k]}`" for k, word in BOUNDS if k in node)
+        return ", ".join((FORMATS[node["format"]], *bounds))
     if "pattern" in node:
         return f"`{node['pattern']}`".replace("|", "\\|") + f", e.g. `{node['examples'][0]}`"
     return ""
@@ -58,7 +55,7 @@ def _code(value: Any) -> str:
 def _rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str, str, str]]:
     for name, field in schema["properties"].items():
         key, node = f"{prefix}{name}", resolve(field)
-        what = (node.get("description") or "").splitlines()[0]
+        what = node["description"]
         if "patternProperties" in node:  # a map of named sections: gpuPools.<pool>
             yield key, "", "map of pool name to the fields below", what
             yield from _rows(resolve(next(iter(node["patternProperties"].values()))), f"{key}.<pool>.")
@@ -81,13 +78,14 @@ def reference() -> str:
 
 
 def readme_block(text: str) -> str:
-    return text[text.index(START) + len(START) : text.index(END)].strip("\n")
+    """The generated block of docs/configuration.md."""
+    return text.partition(START)[2].partition(END)[0].strip("\n")
 
 
 def write(path: Path = CONFIGURATION_DOC) -> None:
-    text = path.read_text()
-    before, after = text[: text.index(START) + len(START)], text[text.index(END) :]
-    path.write_text(f"{before}\n{reference()}\n{after}")
+    """Replace the generated block of ``path`` with :func:`reference`."""
+    before, _, rest = path.read_text().partition(START)
+    path.write_text(f"{before}{START}\n{reference()}\n{END}{rest.partition(END)[2]}")
 
 
 if __name__ == "__main__":
