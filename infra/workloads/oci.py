@@ -1,13 +1,11 @@
 """A small, read-only OCI distribution client: which platforms does an image have?
 
 Used by :mod:`infra.workloads.images` to catch x86-only images before a GPU node is paid
-for: GET a manifest (index or single), GET a config blob, and the token dance, over
-``http.client`` with a timeout on every socket operation and a deadline per image.
-HTTPS only (plain HTTP to loopback registries), redirects followed by hand without the
-``Authorization`` header, every body checked against its digest and size-capped.
-Why not a PyPI client, and the auth and proxy rules: docs/decisions/0033-oci-client.md.
-:attr:`RegistryClient.round_trips` records every HTTP exchange (the benchmark counts them).
-"""
+for: GET a manifest (index or single), GET a config blob, and the token dance. HTTP is
+``urllib.request`` (CONNECT proxies, verified TLS, redirects, socket timeouts) with our rules
+on top: plain HTTP only to loopback, ``Authorization`` only to its own host, a deadline per
+image, every body checked against its digest and size-capped. Why, and what is urllib's:
+docs/decisions/0033-oci-client.md. :attr:`RegistryClient.round_trips` records every exchange."""
 
 from __future__ import annotations
 
@@ -18,11 +16,13 @@ import json
 import re
 import ssl
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from base64 import b64decode, b64encode
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.client import HTTPMessage
 from typing import Any
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -55,7 +55,7 @@ _DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
 _REGISTRY_HOST = re.compile(
     r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
-    r"|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$"
+    r"|\[[0-9A-Fa-f:.]+\])(?::([0-9]{1,5}))?$"
 )
 _REPO_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 
@@ -127,14 +127,9 @@ def parse_reference(image: str) -> Reference:
         path, tag = path[:colon], path[colon + 1 :]
         if not _TAG.match(tag):
             raise ReferenceError(f"image {image!r}: tag {tag!r} is not valid")
-    if registry != DOCKER_HUB and not _REGISTRY_HOST.match(registry):
-        # Docker's grammar: domain[:port], port digits only. "reg:abc/img" names no
-        # registry any runtime could pull from.
-        raise ReferenceError(f"image {image!r}: {registry!r} is not a registry host[:port]")
-    try:
-        split_host(registry)
-    except ValueError as error:
-        raise ReferenceError(f"image {image!r}: {error}") from None
+    host = _REGISTRY_HOST.match(registry)  # Docker's grammar: domain[:port], port digits only
+    if not host or int(host.group(1) or 0) > 65535:
+        raise ReferenceError(f"image {image!r}: {registry!r} is not a registry host[:port] (port 0 to 65535)")
     if registry in ("index.docker.io", "registry-1.docker.io"):
         registry = DOCKER_HUB
     if registry == DOCKER_HUB and "/" not in path:
@@ -146,33 +141,11 @@ def parse_reference(image: str) -> Reference:
     return Reference(registry=registry, repository=path, tag=tag, digest=digest)
 
 
-def split_host(host: str) -> tuple[str, int | None]:
-    """``"[::1]:5000"`` -> ``("::1", 5000)``; ``"nvcr.io"`` -> ``("nvcr.io", None)``.
-
-    Raises :class:`ValueError` for a port that is not a number (``"reg:abc"``).
-    """
-    if host.startswith("["):
-        end = host.find("]")
-        name, port = host[1:end], host[end + 2 :] if host[end + 1 : end + 2] == ":" else ""
-    elif host.count(":") == 1:
-        name, port = host.split(":")
-    else:
-        name, port = host, ""
-    if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
-        raise ValueError(f"{host!r}: port {port!r} is not a number from 0 to 65535")
-    return name, int(port) if port else None
-
-
 def is_loopback(host: str) -> bool:
     """True for registries on this machine: ``localhost``, 127.0.0.0/8, ``[::1]`` (with or without port)."""
     try:
-        name, _ = split_host(host)
-    except ValueError:
-        return False
-    if name.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
+        name = urllib.parse.urlsplit("//" + host).hostname or host  # a bare "::1" has no hostname
+        return name == "localhost" or ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
 
@@ -234,6 +207,16 @@ class RegistryClient:
         self.round_trips: list[RoundTrip] = []
         self._challenges: dict[str, _Challenge] = {}  # per registry host
         self._auth: dict[tuple[str, str], str] = {}  # (host, repository) -> Authorization value
+        self._opener = urllib.request.OpenerDirector()  # only these handlers: no file:, ftp:, data:
+        self._opener.addheaders = [("User-Agent", USER_AGENT)]
+        for handler in (
+            _Proxy(),
+            urllib.request.HTTPHandler(),
+            urllib.request.HTTPSHandler(context=self.ssl_context),
+            _Redirects(self),
+            urllib.request.HTTPErrorProcessor(),
+        ):
+            self._opener.add_handler(handler)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -379,7 +362,7 @@ class RegistryClient:
 
     def _get(
         self, ref: Reference, path: str, headers: dict[str, str], purpose: str, limit: int, stop: float
-    ) -> tuple[int, dict[str, str], bytes]:
+    ) -> tuple[int, HTTPMessage, bytes]:
         key = (ref.host, ref.repository)
         fresh = False
         if key not in self._auth:
@@ -435,15 +418,10 @@ class RegistryClient:
         if challenge.scheme != "bearer" or "realm" not in challenge.params:
             raise RegistryError("protocol", f"{ref}: unsupported auth challenge {challenge.scheme!r}")
         realm = challenge.params["realm"]
-        parsed = urllib.parse.urlsplit(realm)
-        if parsed.scheme not in ("https", "http") or not parsed.netloc:
-            raise RegistryError("protocol", f"{ref}: token realm {realm!r} is not an http(s) URL")
-        if parsed.scheme == "http" and not is_loopback(parsed.netloc):
-            raise RegistryError("insecure", f"{ref}: token realm {realm!r} is plain HTTP to a remote host")
         query = {"scope": f"repository:{ref.repository}:pull"}
         if "service" in challenge.params:
             query["service"] = challenge.params["service"]
-        url = realm + ("&" if parsed.query else "?") + urllib.parse.urlencode(query)
+        url = realm + ("&" if "?" in realm else "?") + urllib.parse.urlencode(query)  # _request checks it
         status, _, body = self._request(
             url, {"Accept": "application/json"}, _basic(creds) if creds else None, "token", 1 << 20, stop
         )
@@ -469,102 +447,108 @@ class RegistryClient:
         purpose: str,
         limit: int,
         stop: float,
-    ) -> tuple[int, dict[str, str], bytes]:
-        """One GET with redirects followed by hand; Authorization only ever goes to the first host."""
-        first_host = urllib.parse.urlsplit(url).netloc
-        for hop in range(MAX_REDIRECTS + 1):
-            parts = urllib.parse.urlsplit(url)
-            if parts.scheme == "http" and not is_loopback(parts.netloc):
-                raise RegistryError(
-                    "insecure", f"refusing plain HTTP to {parts.netloc} (only loopback may use it)"
-                )
-            if parts.scheme not in ("http", "https"):
-                raise RegistryError("protocol", f"refusing to follow {url!r}")
-            send = {"User-Agent": USER_AGENT, **headers}
-            if authorization and parts.netloc == first_host:
-                send["Authorization"] = authorization
-            status, answer, body = self._exchange(parts, send, limit, stop)
-            self.round_trips.append(
-                RoundTrip("GET", _redact(url), status, purpose if hop == 0 else "redirect")
-            )
-            if status in (301, 302, 303, 307, 308) and "location" in answer:
-                url = urllib.parse.urljoin(url, answer["location"])
-                continue
-            return status, answer, body
-        raise RegistryError("protocol", f"more than {MAX_REDIRECTS} redirects from {first_host}")
+    ) -> tuple[int, HTTPMessage, bytes]:
+        """One GET through urllib (proxy, TLS, redirects); the body size-capped."""
+        netloc = urllib.parse.urlsplit(url).netloc
+        request = _Hop(url, headers, purpose, stop, netloc)
+        if authorization:  # unredirected: urllib never forwards it; _Redirects decides
+            request.add_unredirected_header("Authorization", authorization)
+        hops = len(self.round_trips)
+        try:
+            with self._opener.open(request, timeout=self._check(url, stop)) as response:
+                length = response.headers.get("content-length")
+                if length and length.isdigit() and int(length) > limit:
+                    raise RegistryError("protocol", f"{netloc}: answer of {length} bytes exceeds {limit}")
+                body = response.read(limit + 1)
+        except urllib.error.HTTPError as error:  # too many redirects, or to a scheme urllib refuses
+            raise RegistryError("protocol", f"{netloc}: {str(error.reason).splitlines()[0]}") from None
+        except (OSError, http.client.HTTPException) as error:  # URLError and socket.timeout are OSErrors
+            reason = error.reason if isinstance(getattr(error, "reason", None), Exception) else error
+            raise RegistryError("unreachable", f"{netloc}: {type(reason).__name__}: {reason}") from None
+        if len(body) > limit:
+            raise RegistryError("protocol", f"{netloc}: answer exceeds {limit} bytes")
+        trip = purpose if len(self.round_trips) == hops else "redirect"
+        self.round_trips.append(RoundTrip("GET", _redact(response.url), response.status, trip))
+        return response.status, response.headers, body
 
-    def _exchange(
-        self, parts: urllib.parse.SplitResult, headers: dict[str, str], limit: int, stop: float
-    ) -> tuple[int, dict[str, str], bytes]:
+    def _check(self, url: str, stop: float) -> float:
+        """Refuse a hop the rules forbid (plain HTTP off loopback, past the deadline); else its socket timeout."""
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme == "http" and not is_loopback(parts.netloc):
+            raise RegistryError(
+                "insecure", f"refusing plain HTTP to {parts.netloc} (only loopback may use it)"
+            )
+        if parts.scheme not in ("http", "https"):
+            raise RegistryError("protocol", f"refusing to follow {_redact(url)!r}")
         remaining = stop - time.monotonic()
         if remaining <= 0:
             raise RegistryError("unreachable", f"{parts.netloc}: no answer within {self.deadline:g} s")
-        timeout = min(self.timeout, remaining)
-        try:
-            name, port = split_host(parts.netloc)
-        except ValueError as error:
-            raise RegistryError("protocol", str(error)) from None
-        connection: http.client.HTTPConnection
-        proxy = https_proxy_for(parts.netloc) if parts.scheme == "https" else None
+        return min(self.timeout, remaining)
+
+
+class _Hop(urllib.request.Request):
+    """A GET that carries what a redirect needs: its purpose, the deadline, the host its credentials are for."""
+
+    def __init__(self, url: str, headers: dict[str, str], purpose: str, stop: float, auth_host: str) -> None:
+        super().__init__(url, headers=headers)
+        self.purpose = purpose
+        self.stop = stop
+        self.auth_host = auth_host
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """urllib follows redirects (at most MAX_REDIRECTS); this records each hop, keeps the rules and the
+    deadline, and sends ``Authorization`` again only to the host it was given for. Any other status is
+    returned as is (``http_error_default``), for the caller to judge."""
+
+    max_redirections = MAX_REDIRECTS
+
+    def __init__(self, client: RegistryClient) -> None:
+        self.client = client
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> _Hop:
+        self.client.round_trips.append(RoundTrip("GET", _redact(req.full_url), code, req.purpose))
+        fp.close()  # a redirect's body is never read
+        self.client._check(newurl, req.stop)
+        # Not Proxy-Authorization: urllib's proxy handler put it among req.headers.
+        headers = {k: v for k, v in req.headers.items() if k != "Proxy-authorization"}
+        hop = _Hop(newurl, headers, "redirect", req.stop, req.auth_host)
+        authorization = req.get_header("Authorization")
+        if authorization and urllib.parse.urlsplit(newurl).netloc == req.auth_host:
+            hop.add_unredirected_header("Authorization", authorization)
+        return hop
+
+    def http_error_default(self, req: Any, fp: Any, code: int, msg: str, hdrs: Any) -> Any:
+        return fp
+
+
+class _Proxy(urllib.request.ProxyHandler):
+    """urllib's CONNECT tunnel, with the proxy chosen at each hop by :func:`https_proxy_for`."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+
+    def https_open(self, req: Any) -> None:
+        proxy = https_proxy_for(req.host)
         if proxy is not None:
-            # CONNECT through the proxy, then TLS to the registry inside the tunnel
-            # (certificate checked against the registry's name, as without a proxy).
-            proxy_host, proxy_port, proxy_headers = proxy
-            connection = http.client.HTTPSConnection(
-                proxy_host, proxy_port, timeout=timeout, context=self.ssl_context
-            )
-            connection.set_tunnel(name, port or 443, headers=proxy_headers)
-        elif parts.scheme == "https":
-            connection = http.client.HTTPSConnection(name, port, timeout=timeout, context=self.ssl_context)
-        else:
-            connection = http.client.HTTPConnection(name, port, timeout=timeout)
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
-        try:
-            connection.request("GET", target or "/", headers=headers)
-            response = connection.getresponse()
-            answer = {k.lower(): v for k, v in response.getheaders()}
-            length = answer.get("content-length")
-            if length and length.isdigit() and int(length) > limit:
-                raise RegistryError("protocol", f"{parts.netloc}: answer of {length} bytes exceeds {limit}")
-            body = response.read(limit + 1)
-            if len(body) > limit:
-                raise RegistryError("protocol", f"{parts.netloc}: answer exceeds {limit} bytes")
-            return response.status, answer, body
-        except (OSError, http.client.HTTPException) as error:  # socket.timeout is an OSError
-            raise RegistryError("unreachable", f"{parts.netloc}: {type(error).__name__}: {error}") from None
-        finally:
-            connection.close()
+            self.proxy_open(req, proxy, "https")
+            user = urllib.parse.urlsplit(proxy).username
+            if user and not req.has_header("Proxy-authorization"):  # urllib sends it only with a password
+                req.add_header("Proxy-authorization", _basic((urllib.parse.unquote(user), "")))
 
 
-def https_proxy_for(netloc: str) -> tuple[str, int, dict[str, str]] | None:
-    """The ``http://`` proxy to CONNECT through for ``netloc`` (``HTTPS_PROXY``/``NO_PROXY``, read as
-    urllib reads them); None to go direct, always for loopback. Another proxy scheme is an error."""
-    if is_loopback(netloc):
-        return None
+def https_proxy_for(netloc: str) -> str | None:
+    """The ``http://`` proxy for HTTPS to ``netloc`` (``HTTPS_PROXY``/``NO_PROXY``, read as urllib reads
+    them); None to go direct, always for loopback. Another proxy scheme is an error naming it."""
     proxy = urllib.request.getproxies().get("https")
-    if not proxy:
+    if not proxy or is_loopback(netloc) or urllib.request.proxy_bypass(netloc):
         return None
-    host_only, _ = split_host(netloc)
-    if urllib.request.proxy_bypass(host_only) or urllib.request.proxy_bypass(netloc):
-        return None
-    parsed = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-    if parsed.scheme != "http" or not parsed.hostname:
+    scheme = proxy.partition("://")[0].lower() if "://" in proxy else "http"
+    if scheme != "http":
         raise RegistryError(
-            "unreachable", f"HTTPS_PROXY {_redact_userinfo(proxy)!r}: only http:// proxies are supported"
+            "unreachable", f"HTTPS_PROXY scheme {scheme}://: only http:// proxies are supported"
         )
-    headers: dict[str, str] = {}
-    if parsed.username is not None:
-        user = urllib.parse.unquote(parsed.username)
-        password = urllib.parse.unquote(parsed.password or "")
-        headers["Proxy-Authorization"] = _basic((user, password))
-    return parsed.hostname, parsed.port or 80, headers
-
-
-def _redact_userinfo(url: str) -> str:
-    parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":…@")
+    return proxy
 
 
 def format_platform(platform: dict[str, Any]) -> str:

@@ -616,7 +616,7 @@ def test_no_proxy_and_loopback_go_direct(monkeypatch: pytest.MonkeyPatch) -> Non
     _clear_proxy_environment(monkeypatch)
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
     monkeypatch.setenv("NO_PROXY", ".corp.example,nvcr.io")
-    assert oci.https_proxy_for("ghcr.io") == ("proxy.internal", 3128, {})
+    assert oci.https_proxy_for("ghcr.io") == "http://proxy.internal:3128"
     assert oci.https_proxy_for("registry.corp.example") is None
     assert oci.https_proxy_for("nvcr.io") is None
     assert oci.https_proxy_for("127.0.0.1:5000") is None  # loopback: never through a proxy
