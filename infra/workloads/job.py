@@ -20,8 +20,11 @@ from infra.workloads.podspec import check_selector_matches, place_template, prep
 from infra.workloads.sdk import input_type_py_to_pulumi_names
 from infra.workloads.values import UNKNOWN, PodSpecError, as_whole, check_spec_fields, known
 
-JOB_SPEC_FIELDS = frozenset(input_type_py_to_pulumi_names(JobSpecArgs).values())
-"""The fields of ``kubernetes.batch.v1.Job``'s spec, as pulumi-kubernetes knows them."""
+NOT_IN_SUPPORTED_KUBERNETES = frozenset({"scheduling"})
+"""JobSpec fields pulumi-kubernetes' SDK has but no supported cluster (1.35, 1.36) knows: ``scheduling``
+is alpha in Kubernetes 1.37 (WorkloadWithJob gate); sent to 1.35, server-side apply refuses the patch."""
+JOB_SPEC_FIELDS = frozenset(input_type_py_to_pulumi_names(JobSpecArgs).values()) - NOT_IN_SUPPORTED_KUBERNETES
+"""The fields of ``kubernetes.batch.v1.Job``'s spec, as pulumi-kubernetes and the supported clusters know them."""
 JOB_RESTART_POLICIES = ("Never", "OnFailure")
 DEFAULT_JOB_RESTART_POLICY = "Never"
 """A failed pod is replaced by a new one (counted against backoffLimit) rather than restarted in place."""

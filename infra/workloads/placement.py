@@ -63,8 +63,8 @@ class GpuPool:
     """A set of GPU nodes that are alike: same GPUs per node, same sharing, same capacity type.
 
     Pods pick a pool by the node label ``eks-gpu/pool=<name>``; the numbers let consumers refuse a
-    pod no node of the pool could ever run. Its values are checked once, where they come in: by the
-    stack config (:mod:`infra.platform.config`) or by :meth:`Placement.from_dict` (a stack output).
+    pod no node of the pool could ever run. A pool checks its own values, however it is built
+    (the stack config, a stack output through :meth:`Placement.from_dict`, or Python).
     """
 
     name: str
@@ -74,6 +74,24 @@ class GpuPool:
     """1: whole GPUs; N >= 2: the device plugin advertises each GPU N times (time-slicing)."""
     capacity_type: str = "ON_DEMAND"
     """``ON_DEMAND`` or ``SPOT``."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _LABEL.fullmatch(self.name):
+            raise PlacementError(
+                f"placement.pools: pool name {self.name!r} must be a label value: {_LABEL_RULE}"
+            )
+        where = f"placement.pools.{self.name}"
+        object.__setattr__(self, "gpus_per_node", gpu_count(self.gpus_per_node, f"{where}.gpusPerNode"))
+        replicas = as_whole(self.time_slicing_replicas)
+        if replicas is None or replicas < 1:
+            raise PlacementError(
+                f"{where}.timeSlicingReplicas must be a whole number >= 1, got {self.time_slicing_replicas!r}"
+            )
+        object.__setattr__(self, "time_slicing_replicas", replicas)
+        if self.capacity_type not in CAPACITY_TYPES:
+            raise PlacementError(
+                f"{where}.capacityType must be one of {', '.join(CAPACITY_TYPES)}, got {self.capacity_type!r}"
+            )
 
     @property
     def shared(self) -> bool:
@@ -116,24 +134,11 @@ def _mapping(data: object, where: str, allowed: tuple[str, ...]) -> Mapping[str,
 
 
 def _pool_from_dict(name: object, data: object) -> GpuPool:
-    """A pool of a stack output, checked: the only check a pool gets on the consumer's path."""
-    if not isinstance(name, str) or not _LABEL.fullmatch(name):
-        raise PlacementError(f"placement.pools: pool name {name!r} must be a label value: {_LABEL_RULE}")
-    where = f"placement.pools.{name}"
-    data = _mapping(data, where, tuple(_POOL_FIELDS))
+    """A pool of a stack output: its fields, then the pool's own checks."""
+    data = _mapping(data, f"placement.pools.{name}", tuple(_POOL_FIELDS))
     if "gpusPerNode" not in data:
-        raise PlacementError(f"{where}.gpusPerNode is required (physical GPUs per node)")
-    replicas = as_whole(data.get("timeSlicingReplicas", 1))
-    if replicas is None or replicas < 1:
-        raise PlacementError(
-            f"{where}.timeSlicingReplicas must be a whole number >= 1, got {data['timeSlicingReplicas']!r}"
-        )
-    capacity = data.get("capacityType", "ON_DEMAND")
-    if capacity not in CAPACITY_TYPES:
-        raise PlacementError(
-            f"{where}.capacityType must be one of {', '.join(CAPACITY_TYPES)}, got {capacity!r}"
-        )
-    return GpuPool(name, gpu_count(data["gpusPerNode"], f"{where}.gpusPerNode"), replicas, capacity)
+        raise PlacementError(f"placement.pools.{name}.gpusPerNode is required (physical GPUs per node)")
+    return GpuPool(name, **{attribute: data[key] for key, attribute in _POOL_FIELDS.items() if key in data})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,12 @@ class Placement:
     pools: tuple[GpuPool, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "pools", tuple(self.pools))
+        if any(not isinstance(p, GpuPool) for p in self.pools):
+            raise PlacementError(f"placement.pools must be GpuPool objects, got {list(self.pools)!r}")
+        twice = sorted({p.name for p in self.pools if self.pool_names.count(p.name) > 1})
+        if twice:
+            raise PlacementError(f"placement.pools names a pool twice: {', '.join(twice)}")
         key, value = self.key, self.value
         if not isinstance(key, str) or not key:
             raise PlacementError(f"placement.key must be a non-empty string, got {key!r}")

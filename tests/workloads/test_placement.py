@@ -182,3 +182,26 @@ def test_from_dict_reads_pools_with_json_numbers_as_a_stack_reference_gives_them
 def test_from_dict_refuses_what_no_platform_exports(data: dict, message: str) -> None:
     with pytest.raises(PlacementError, match=message):
         Placement.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: GpuPool("p", 0), "placement.pools.p.gpusPerNode must be a whole number >= 1, got 0"),
+        (lambda: GpuPool("p", 1, 0), "placement.pools.p.timeSlicingReplicas must be a whole number >= 1"),
+        (lambda: GpuPool("p", 1, capacity_type="spot"), "capacityType must be one of ON_DEMAND, SPOT"),
+        (lambda: GpuPool("bad name!", 1), "must be a label value"),
+        (lambda: Placement(pools=(GpuPool("a", 1), GpuPool("a", 2))), "names a pool twice: a"),
+        (lambda: Placement(pools=({"name": "a"},)), "must be GpuPool objects"),
+    ],
+)
+def test_pools_built_in_python_are_checked_as_stack_outputs_are(build, message: str) -> None:
+    with pytest.raises(PlacementError, match=message):
+        build()
+
+
+def test_a_placement_given_a_list_of_pools_keeps_a_tuple_and_stays_hashable() -> None:
+    placement = Placement(pools=[GpuPool("a", 1, 2.0)])
+    assert placement.pools == (GpuPool("a", 1, 2),) and hash(placement) == hash(
+        Placement(pools=(GpuPool("a", 1, 2),))
+    )
