@@ -120,13 +120,8 @@ def _check_restart_and_selector(spec: Mapping[str, Any], template: Mapping[str, 
             "spec.selector is required with spec.manualSelector: true; set it to the template's labels, "
             "or drop manualSelector and let Kubernetes generate a unique one"
         )
-    if known(selector) and selector is not None and known(manual) and manual is not True:
-        raise PodSpecError(  # the API adds its generated controller-uid label and refuses any other selector
-            "spec.selector is only accepted with spec.manualSelector: true (the API generates a unique "
-            "selector and refuses one of yours otherwise); remove spec.selector, or set manualSelector: true "
-            "if you really manage the labels yourself"
-        )
-    check_selector_matches(selector, template, "Job")
+    if manual is True:  # without it the API adds its generated labels first (batch strategy.go), so it judges
+        check_selector_matches(selector, template, "Job")
 
 
 def place_job_spec(

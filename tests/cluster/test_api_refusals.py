@@ -151,6 +151,9 @@ LEFT_TO_THE_API: list[Case] = [
     ),
     # <name>-99, the last pod's hostname, is 64 characters: no DNS label
     Case("Job", _job(completionMode="Indexed", completions=100), "metadata.name", name="s" * 61),
+    # Without manualSelector the API adds its generated controller-uid label, then judges the selector.
+    Case("Job", _job(selector={"matchLabels": LABELS}), "spec.selector"),
+    Case("Job", _job(manualSelector=False, selector={"matchLabels": LABELS}), "spec.selector"),
 ]
 
 DECIDED_HERE: list[Case] = [
@@ -188,8 +191,8 @@ DECIDED_HERE: list[Case] = [
         {"podFailurePolicy": {"rules": []}, "template": _with_pod(restartPolicy="OnFailure")},
         "spec.template.spec.restartPolicy",
     ),
-    Case("Job", _job(selector={"matchLabels": LABELS}), "spec.selector"),
-    Case("Job", _job(manualSelector=False, selector={"matchLabels": LABELS}), "spec.selector"),
+    Case("Job", _job(selector={})),  # the generated labels match it: accepted
+    Case("Job", _job(selector={"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]})),
     Case("Job", _job(manualSelector=True, selector={"matchLabels": LABELS})),
     Case("Job", _job(podFailurePolicy={"rules": []}, podReplacementPolicy="Failed")),
     Case("Job", _job(podReplacementPolicy="TerminatingOrFailed")),

@@ -260,18 +260,6 @@ def test_a_deployment_selector_that_matches_or_is_not_known_yet_is_kept(selector
             r"^spec\.selector is required with spec\.manualSelector: true",
         ),
         (
-            {"selector": {"matchLabels": {"job": "train"}}, "template": JOB_TEMPLATE},
-            r"^spec\.selector is only accepted with spec\.manualSelector: true",
-        ),
-        (
-            {
-                "manualSelector": False,
-                "selector": {"matchLabels": {"job": "train"}},
-                "template": JOB_TEMPLATE,
-            },
-            r"^spec\.selector is only accepted with spec\.manualSelector: true",
-        ),
-        (
             {"manualSelector": True, "selector": {"matchLabels": {"job": "eval"}}, "template": JOB_TEMPLATE},
             rf"^spec\.selector\.matchLabels job='eval' {MISSES} \{{'job': 'train'\}}: Kubernetes refuses a Job",
         ),
