@@ -461,7 +461,13 @@ class RegistryClient:
                     raise RegistryError("protocol", f"{netloc}: answer of {length} bytes exceeds {limit}")
                 body = response.read(limit + 1)
         except urllib.error.HTTPError as error:  # too many redirects, or to a scheme urllib refuses
-            raise RegistryError("protocol", f"{netloc}: {str(error.reason).splitlines()[0]}") from None
+            too_many = "infinite loop" in str(error.reason)  # urllib's reason quotes the URL otherwise
+            why = (
+                f"more than {MAX_REDIRECTS} redirects"
+                if too_many
+                else "a redirect to a URL it may not follow"
+            )
+            raise RegistryError("protocol", f"{netloc}: {why}") from None
         except (OSError, http.client.HTTPException) as error:  # URLError and socket.timeout are OSErrors
             reason = error.reason if isinstance(getattr(error, "reason", None), Exception) else error
             raise RegistryError("unreachable", f"{netloc}: {type(reason).__name__}: {reason}") from None
@@ -509,7 +515,7 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> _Hop:
         self.client.round_trips.append(RoundTrip("GET", _redact(req.full_url), code, req.purpose))
         fp.close()  # a redirect's body is never read
-        self.client._check(newurl, req.stop)
+        req.timeout = self.client._check(newurl, req.stop)  # urllib opens the next hop with req.timeout
         # Not Proxy-Authorization: urllib's proxy handler put it among req.headers.
         headers = {k: v for k, v in req.headers.items() if k != "Proxy-authorization"}
         hop = _Hop(newurl, headers, "redirect", req.stop, req.auth_host)
@@ -541,14 +547,17 @@ def https_proxy_for(netloc: str) -> str | None:
     """The ``http://`` proxy for HTTPS to ``netloc`` (``HTTPS_PROXY``/``NO_PROXY``, read as urllib reads
     them); None to go direct, always for loopback. Another proxy scheme is an error naming it."""
     proxy = urllib.request.getproxies().get("https")
-    if not proxy or is_loopback(netloc) or urllib.request.proxy_bypass(netloc):
+    host = urllib.parse.urlsplit(f"//{netloc}").hostname or netloc  # NO_PROXY may name an IPv6 bare
+    if not proxy or is_loopback(netloc) or any(map(urllib.request.proxy_bypass, {netloc, host})):
         return None
-    scheme = proxy.partition("://")[0].lower() if "://" in proxy else "http"
-    if scheme != "http":
+    proxy = proxy if "://" in proxy else f"http://{proxy}"  # so a bare user@host keeps its user
+    parts = urllib.parse.urlsplit(proxy)
+    if parts.scheme.lower() != "http":
         raise RegistryError(
-            "unreachable", f"HTTPS_PROXY scheme {scheme}://: only http:// proxies are supported"
+            "unreachable", f"HTTPS_PROXY scheme {parts.scheme}://: only http:// proxies are supported"
         )
-    return proxy
+    # urllib would connect a port-less proxy on 443 (HTTPSConnection's default); curl, requests and Go use 80.
+    return proxy if parts.port else urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.netloc}:80"))
 
 
 def format_platform(platform: dict[str, Any]) -> str:

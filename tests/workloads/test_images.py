@@ -623,6 +623,12 @@ def test_no_proxy_and_loopback_go_direct(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("HTTPS_PROXY", "https://proxy.internal:3128")
     with pytest.raises(RegistryError, match="only http:// proxies are supported"):
         oci.https_proxy_for("ghcr.io")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal")  # no port: 80, as curl, requests and Go use
+    assert oci.https_proxy_for("ghcr.io") == "http://proxy.internal:80"
+    monkeypatch.setenv("HTTPS_PROXY", "robot@proxy.internal:3128")  # no scheme: http, the user kept
+    assert oci.https_proxy_for("ghcr.io") == "http://robot@proxy.internal:3128"
+    monkeypatch.setenv("NO_PROXY", "fd00::1")  # an IPv6 address written bare bypasses its registry
+    assert oci.https_proxy_for("[fd00::1]:5000") is None
     monkeypatch.delenv("HTTPS_PROXY")
     assert oci.https_proxy_for("ghcr.io") is None
 
