@@ -231,32 +231,42 @@ def _daemonset_agent(name: str, props: Mapping[str, Any], resource: str, placeme
     return Agent(label, daemonset_intent(props, pod, placement), "as declared", pod, resource)
 
 
+def device_plugin_daemonsets(
+    name: str, props: Mapping[str, Any]
+) -> tuple[dict[str, dict[str, Any]] | None, str]:
+    """The DaemonSets (name -> pod spec) the pinned chart renders for a device plugin Release, and how
+    they were found; None, with the reason, when the version is not the pinned one or inputs are unknown.
+    ``ChartUnavailable`` when the chart cannot be rendered here."""
+    version, values = props.get("version"), props.get("values", {})
+    pinned = chart_models.device_plugin_version()
+    if version != pinned:
+        shown = "not known yet" if version is None else repr(version)
+        return None, f"{DEVICE_PLUGIN} version {shown} is not the one pinned and rendered here ({pinned})"
+    if not isinstance(values, Mapping) or _contains_none(values) or props.get("namespace", "") is None:
+        return None, "Release values or namespace not known yet"
+    release, namespace = props.get("name") or name, props.get("namespace") or "default"
+    rendered = chart_models.device_plugin_daemonsets(values, release, namespace)
+    return rendered, f"Release values rendered by helm (chart {pinned})"
+
+
 def _device_plugin_agents(
     name: str, props: Mapping[str, Any], resource: str, placement: Placement
 ) -> list[Agent]:
     """Every DaemonSet the pinned chart renders with the Release's values (the plugin, the MPS control
     daemon, GFD if enabled); one unknown agent when they cannot be rendered, saying why."""
-    version, values = props.get("version"), props.get("values", {})
-    unknown = f"{DEVICE_PLUGIN} (helm {version})"
+    version = props.get("version")
     try:
-        pinned = chart_models.device_plugin_version()
-        if version != pinned:
-            shown = "not known yet" if version is None else repr(version)
-            why = f"{DEVICE_PLUGIN} version {shown} is not the one pinned and rendered here ({pinned})"
-            return [Agent(unknown, GPU, why, None, resource)]
-        if not isinstance(values, Mapping) or _contains_none(values) or props.get("namespace", "") is None:
-            return [Agent(unknown, GPU, "Release values or namespace not known yet", None, resource)]
-        release, namespace = props.get("name") or name, props.get("namespace") or "default"
-        rendered = chart_models.device_plugin_daemonsets(values, release, namespace)
+        rendered, source = device_plugin_daemonsets(name, props)
     except chart_models.ChartUnavailable as error:
-        return [Agent(unknown, GPU, f"the pinned chart cannot be rendered: {error}", None, resource)]
+        rendered, source = None, f"the pinned chart cannot be rendered: {error}"
+    if rendered is None:
+        return [Agent(f"{DEVICE_PLUGIN} (helm {version})", GPU, source, None, resource)]
     agents = []
     for ds, pod in rendered.items():
         # The MPS control daemon selects nvidia.com/mps.capable=true, set only where MPS sharing is configured.
         mps = ds.endswith("-mps-control-daemon")
         plugin = chart_models.is_device_plugin(pod)
         intent = GPU if plugin else NONE if mps else daemonset_intent({}, pod, placement)
-        source = f"Release values rendered by helm (chart {pinned})"
         agents.append(Agent(f"{ds} (helm {version})", intent, source, pod, resource))
     return agents
 

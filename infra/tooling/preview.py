@@ -25,13 +25,12 @@ from typing import Any, NoReturn
 import yaml
 
 from infra.platform import config as platform_config
-from infra.tooling.agents import NODE_GROUP, aligned, group_nodes, landings
+from infra.tooling.agents import NODE_GROUP, aligned, device_plugin_daemonsets, group_nodes, landings
 from infra.tooling.agents import table as agent_table
 from infra.tooling.chart_models import (
     DEVICE_PLUGIN_CHART,
     ChartUnavailable,
-    device_plugin_pod,
-    device_plugin_version,
+    is_device_plugin,
 )
 from infra.tooling.costs import lines as cost_lines
 from infra.tooling.costs import stack_cost
@@ -90,13 +89,10 @@ def workloads_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
             name = (r.inputs.get("metadata") or {}).get("name", r.name)
             found.append((f"{r.type.rsplit(':', 1)[1]}/{name}", dict(pod_spec_of(r.type, r.inputs) or {})))
         elif r.type == HELM_RELEASE_TYPE and r.inputs.get("chart") == DEVICE_PLUGIN_CHART:
-            if r.inputs.get("version") != device_plugin_version():
-                continue  # only the pinned chart is rendered; the agent table says the plugin is unknown
-            release = r.inputs.get("name", r.name)
-            pod = device_plugin_pod(
-                r.inputs.get("values") or {}, release, r.inputs.get("namespace") or "default"
-            )
-            found.append((f"DaemonSet/{release} (helm)", pod))
+            rendered, _ = device_plugin_daemonsets(r.name, r.inputs)  # None: the agent table says why
+            for pod in (rendered or {}).values():
+                if is_device_plugin(pod):
+                    found.append((f"DaemonSet/{r.inputs.get('name', r.name)} (helm)", pod))
     return found
 
 

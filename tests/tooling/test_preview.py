@@ -199,3 +199,23 @@ def test_projects_in_another_language_are_skipped_not_run(tmp_path: Path, monkey
     monkeypatch.setattr(preview, "ROOT", tmp_path)
     assert preview._projects("dev", ()) == [tmp_path / "stacks" / "py", tmp_path / "stacks" / "py-options"]
     assert "skipping stacks/yml: runtime yaml" in capsys.readouterr().err
+
+
+def test_a_device_plugin_release_with_values_not_known_yet_has_no_placement_row_and_no_crash() -> None:
+    from infra.tooling.chart_models import device_plugin_version
+    from infra.tooling.manifests import HELM_RELEASE_TYPE
+    from infra.tooling.offline import Registration, Run
+    from infra.tooling.preview import workloads_of
+
+    def release(**inputs: object) -> Registration:
+        base = {
+            "chart": "nvidia-device-plugin",
+            "version": device_plugin_version(),
+            "name": "nvidia-device-plugin",
+        }
+        return Registration("urn:x", HELM_RELEASE_TYPE, "plugin", "", True, "", False, {**base, **inputs})
+
+    assert workloads_of(Run([release(values=None, namespace="nvidia-device-plugin")], {})) == []
+    assert workloads_of(Run([release(values={}, namespace=None)], {})) == []
+    (row,) = workloads_of(Run([release(values={}, namespace="nvidia-device-plugin")], {}))
+    assert row[0] == "DaemonSet/nvidia-device-plugin (helm)" and row[1]["containers"]
