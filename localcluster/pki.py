@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography import x509
@@ -24,7 +25,7 @@ def _key() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
-def _write_key(key: rsa.RSAPrivateKey, path: Path) -> None:
+def write_key(key: rsa.RSAPrivateKey, path: Path) -> None:
     path.write_bytes(
         key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -59,6 +60,12 @@ def _cert(subject, issuer, key, signer, *, ca=False, sans=(), usage=None) -> x50
     return builder.sign(signer, hashes.SHA256())
 
 
+def self_signed(common: str, *, dns_names: Sequence[str] = ()) -> tuple[rsa.RSAPrivateKey, x509.Certificate]:
+    """A key and its self-signed CA certificate for ``common`` (and ``dns_names``): a loopback test server's."""
+    key, name = _key(), _name(common)
+    return key, _cert(name, name, key, key, ca=True, sans=[x509.DNSName(n) for n in dns_names])
+
+
 def write(directory: Path) -> None:
     """Write ca.crt, apiserver.{crt,key}, admin.{crt,key} and sa.{key,pub} into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -84,7 +91,7 @@ def write(directory: Path) -> None:
         usage=x509.ExtendedKeyUsageOID.SERVER_AUTH,
     )
     (directory / "apiserver.crt").write_bytes(server.public_bytes(serialization.Encoding.PEM))
-    _write_key(server_key, directory / "apiserver.key")
+    write_key(server_key, directory / "apiserver.key")
 
     admin_key = _key()
     admin = _cert(
@@ -95,10 +102,10 @@ def write(directory: Path) -> None:
         usage=x509.ExtendedKeyUsageOID.CLIENT_AUTH,
     )
     (directory / "admin.crt").write_bytes(admin.public_bytes(serialization.Encoding.PEM))
-    _write_key(admin_key, directory / "admin.key")
+    write_key(admin_key, directory / "admin.key")
 
     sa_key = _key()
-    _write_key(sa_key, directory / "sa.key")
+    write_key(sa_key, directory / "sa.key")
     (directory / "sa.pub").write_bytes(
         sa_key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo

@@ -16,7 +16,6 @@ and indexes), so the registry validates every reference.
 from __future__ import annotations
 
 import base64
-import datetime
 import gzip
 import hashlib
 import http.client
@@ -65,26 +64,12 @@ class TokenServer:
     def __init__(
         self, directory: Path, service: str = "loopback-registry", issuer: str = "loopback-token"
     ) -> None:
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import rsa
-        from cryptography.x509.oid import NameOID
+        from cryptography.hazmat.primitives import serialization
+
+        from localcluster import pki
 
         self.service, self.issuer = service, issuer
-        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "loopback token signer")])
-        now = datetime.datetime.now(datetime.timezone.utc)
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(self.key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(self.key, hashes.SHA256())
-        )
+        self.key, cert = pki.self_signed("loopback token signer")
         self.cert_der = cert.public_bytes(serialization.Encoding.DER)
         self.cert_path = directory / "token-signer.pem"
         self.cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))

@@ -464,43 +464,22 @@ def test_a_registry_with_a_port_that_is_not_a_number_is_not_checked(
 
 def _tls_server(hostname: str, routes: dict[str, tuple[int, dict[str, str], bytes]]) -> tuple[Any, bytes]:
     """An HTTPS server on loopback with a self-signed certificate for ``hostname``; (server, PEM)."""
-    import datetime
     import http.server
-    import ssl
-    import threading
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    pem = cert.public_bytes(serialization.Encoding.PEM)
     import shutil
+    import ssl
     import tempfile
+    import threading
     from pathlib import Path
 
+    from cryptography.hazmat.primitives import serialization
+
+    from localcluster import pki
+
+    key, cert = pki.self_signed(hostname, dns_names=[hostname])
+    pem = cert.public_bytes(serialization.Encoding.PEM)
     directory = Path(tempfile.mkdtemp(prefix="tls-"))
     (directory / "cert.pem").write_bytes(pem)
-    (directory / "key.pem").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
+    pki.write_key(key, directory / "key.pem")
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
