@@ -25,7 +25,7 @@ ACCEPTED_SKIPS = {("CKV_K8S_43", "Deployment.inference.triton")}
 
 
 @pytest.mark.skipif(
-    not Path(CHECKOV).exists(), reason="checkov not installed (.ci/run installs it in .venv-checkov)"
+    not Path(CHECKOV).exists(), reason="checkov not installed (bin/setup installs it in .venv-checkov)"
 )
 def test_checkov_finds_no_failed_check_and_only_justified_skips(tmp_path: Path) -> None:
     assert main(["--stack", "dev", "--out", str(tmp_path)]) == 0
