@@ -79,6 +79,8 @@ def _unique(items: tuple[Any, ...]) -> tuple[Any, ...]:
 def _go_duration(value: str, alarm: bool = False) -> str:
     # Pydantic has no Go duration type; the grammar lives in infra.workloads.durations.
     seconds = go_duration_seconds(value)
+    if seconds is not None and seconds < 0:
+        raise ValueError(f"must not be negative, got {value!r}")
     if seconds is None:
         raise ValueError(
             f"must be a duration as Go writes it (e.g. 90s, 10m, 1h30m; units ns, us, ms, s, m, h), got {value!r}"

@@ -76,11 +76,11 @@ JOB_TIMEOUT = f"{SCALE_UP_MINUTES + IMAGE_PULL_MINUTES + STARTUP_MINUTES + JOB_R
 def check_duration(value: object, setting: str) -> str | None:
     """A positive Go duration (``"45m"``, ``"1h30m"``), as the engine parses ``customTimeouts``.
 
-    A sign, a bare number or ``"1d"`` would only fail at ``pulumi up``: refused here instead.
+    A negative or zero one, a bare number or ``"1d"`` would only fail at ``pulumi up``: refused here instead.
     """
     if value is None:
         return None
-    seconds = go_duration_seconds(value) if isinstance(value, str) and value[:1] != "+" else None
+    seconds = go_duration_seconds(value) if isinstance(value, str) else None
     if not seconds or seconds <= 0:
         raise PodSpecError(
             f'{setting} must be a positive duration such as "45m", "2h" or "1h30m" '
@@ -101,8 +101,10 @@ def user_timeouts(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.Cust
     for operation in ("create", "update", "delete"):
         setting = f"{operation}_timeout"
         mine = check_duration(getattr(args, setting, None), setting)
-        theirs = getattr(given, operation, None) if given else None
-        if mine and theirs and mine != theirs:
+        theirs = check_duration(
+            getattr(given, operation, None) if given else None, f"opts.custom_timeouts.{operation}"
+        )
+        if mine and theirs and go_duration_seconds(mine) != go_duration_seconds(theirs):
             raise PodSpecError(
                 f"{setting} is {mine!r} but opts.custom_timeouts.{operation} is {theirs!r}: drop one of them"
             )

@@ -18,10 +18,14 @@ def duration_seconds(value: str) -> float:
 
 
 def go_duration_seconds(value: str) -> float | None:
-    """Seconds in a Go duration string, or None if Go would refuse it."""
-    if value == "0":
+    """Seconds in a Go duration string (negative after ``-``), or None if Go would refuse it.
+
+    As ``time.ParseDuration``: one optional sign, then ``"0"`` alone or number-and-unit parts.
+    """
+    body = value[1:] if value.startswith(("+", "-")) else value
+    if body == "0":
         return 0.0
-    body = value.lstrip("+")
-    if not body or not _DURATION.fullmatch(body):
+    if not _DURATION.fullmatch(body):
         return None
-    return duration_seconds(body)
+    seconds = duration_seconds(body)
+    return -seconds if value.startswith("-") else seconds

@@ -57,9 +57,7 @@ class GpuDeployment(pulumi.ComponentResource):
             component.check_flag(args.rolling_update_defaults, "rolling_update_defaults")
         waits = component.child_timeouts(component.DEPLOYMENT_TIMEOUT, given)
         # The progress deadline as long as Pulumi waits (deployment.PROGRESS_DEADLINE_SECONDS).
-        deadline = int(max(duration_seconds(waits.create), duration_seconds(waits.update))) or int(
-            duration_seconds(component.DEPLOYMENT_TIMEOUT)  # opts we could not read
-        )
+        deadline = int(max(duration_seconds(waits.create), duration_seconds(waits.update)))
 
         place = functools.partial(
             place_deployment_checked,

@@ -225,6 +225,8 @@ def test_every_duration_the_autoscaler_accepts_is_accepted(duration: str) -> Non
         ),
         ({"autoscaler": {"scaleDownUnneededTime": "ten minutes"}}, "must be a duration as Go writes it"),
         ({"autoscaler": {"scaleDownUnneededTime": "1d"}}, "units ns, us, ms, s, m, h"),
+        ({"autoscaler": {"scaleDownUnneededTime": "++10m"}}, "must be a duration as Go writes it"),
+        ({"autoscaler": {"scaleDownUnneededTime": "-10m"}}, "scaleDownUnneededTime must not be negative"),
         (
             {"autoscaler": {"scaleDownUnneededTime": 600}},
             "autoscaler.scaleDownUnneededTime: Input should be a valid string",

@@ -91,6 +91,8 @@ def test_a_timeout_given_as_an_arg_and_in_opts_must_agree(run) -> None:
     opts = pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create="2h"))
     same = _timeouts(lambda: GpuJob("train", spec=JOB_SPEC, create_timeout="2h", opts=opts))
     assert same[("kubernetes:batch/v1:Job", "train")] == ("2h", "60m", "")
+    spelled_otherwise = _timeouts(lambda: GpuJob("train", spec=JOB_SPEC, create_timeout="120m", opts=opts))
+    assert spelled_otherwise[("kubernetes:batch/v1:Job", "train")] == ("120m", "60m", "")
     caught: list[str] = []
 
     def program() -> None:
@@ -119,7 +121,23 @@ def test_a_timeout_that_is_not_a_go_duration_is_refused_before_anything_is_decla
     assert all("delete_timeout must be a positive duration such as" in message for message in caught)
 
 
-@pytest.mark.parametrize("value", ["30m", "2h", "1h30m", "90s", "1.5h", "500ms", ".5h"])
+@pytest.mark.parametrize("value", ["1d", "-5m", "0s"])
+def test_a_timeout_in_opts_is_checked_as_the_arguments_are(run, value: str) -> None:
+    caught: list[str] = []
+    opts = pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=value))
+
+    def program() -> None:
+        for component, spec in ((GpuDeployment, deployment_spec()), (GpuJob, JOB_SPEC)):
+            with pytest.raises(PodSpecError) as raised:
+                component("x", spec=spec, opts=opts)
+            caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert len(caught) == 2
+    assert all("opts.custom_timeouts.create must be a positive duration such as" in m for m in caught)
+
+
+@pytest.mark.parametrize("value", ["30m", "2h", "1h30m", "90s", "1.5h", "500ms", ".5h", "+45m"])
 def test_go_durations_are_accepted(value: str) -> None:
     from infra.workloads.component import check_duration
 

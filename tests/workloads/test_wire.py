@@ -20,8 +20,7 @@ def test_integral_floats_from_the_wire_are_ints_at_any_depth() -> None:
 
 
 def test_values_inside_outputs_are_read_the_same_way() -> None:
-    async def resolved() -> object:
-        return await whole_numbers(pulumi.Output.from_input({"limit": 4.0})).future()
-
-    value = asyncio.run(resolved())
+    # The thread's own loop, as pulumi.runtime.test uses it: asyncio.run would close it for later tests.
+    loop = asyncio.get_event_loop()
+    value = loop.run_until_complete(whole_numbers(pulumi.Output.from_input({"limit": 4.0})).future())
     assert value == {"limit": 4} and type(value["limit"]) is int
