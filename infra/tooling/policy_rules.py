@@ -403,15 +403,21 @@ class Violation:
 
 
 def check(
-    resources: Resources, placement: Placement | None = None, links: Links | None = None
+    resources: Resources,
+    placement: Placement | tuple[Placement, ...] | None = None,
+    links: Links | None = None,
 ) -> list[Violation]:
     """Run every rule at its default level over (type, name, props) triples, as the pack does.
 
-    ``placement``: judge by this contract (as pack config would); None: by the one the
-    stack declares (:func:`declared_contracts`). ``links``: parents and dependencies.
+    ``placement``: judge by this contract (as pack config would), or by these (the ones
+    :func:`declared_contracts` found, computed once by the caller); None: by the ones the
+    stack declares. ``links``: parents and dependencies.
     Levels are the Pulumi CLI's to override (``--policy-pack-config``).
     """
-    view = stack_view(resources, links, placement)
+    if isinstance(placement, tuple):
+        view = StackView(contracts=placement, overrides=node_group_overrides(resources, links))
+    else:
+        view = stack_view(resources, links, placement)
     return [
         Violation(spec.name, spec.default_level, resource, message)
         for spec in RULES

@@ -35,11 +35,18 @@ from infra.tooling.chart_models import (
 from infra.tooling.costs import lines as cost_lines
 from infra.tooling.costs import stack_cost
 from infra.tooling.manifests import HELM_RELEASE_TYPE, is_manifest_type, manifest_of, validate_manifest
-from infra.tooling.offline import Registration, Run, Secret, load_project, platform_contract, run_project
-from infra.tooling.policy_rules import STACK, WORKLOAD_TYPES, Links, pod_spec_of, resource_key
+from infra.tooling.offline import Registration, Run, Secret, load_project, run_project
+from infra.tooling.policy_rules import (
+    STACK,
+    WORKLOAD_TYPES,
+    Links,
+    declared_contracts,
+    pod_spec_of,
+    resource_key,
+)
 from infra.tooling.policy_rules import check as check_policies
 from infra.workloads.images import image_check_status
-from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
+from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL
 from infra.workloads.scheduling import Node, pods_per_node
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,9 +253,16 @@ def policy_input(project: str, stack: str, run: Run) -> tuple[list[tuple[str, st
 
 
 def project_report(
-    name: str, stack: str, run: Run, nodes: list[Node], placement: Placement, region: str | None = None
+    name: str, stack: str, run: Run, nodes: list[Node], region: str | None = None
 ) -> tuple[list[str], int]:
-    """One project's report as printed blocks, in order, and its mandatory violations."""
+    """One project's report as printed blocks, in order, and its mandatory violations.
+
+    The agents table and the policy section judge by the same contract, the one the stack
+    itself declares (:func:`declared_contracts`), as the pack judges the stack; the agents
+    table by the first, should the stack declare several.
+    """
+    policy_resources, links = policy_input(name, stack, run)
+    contracts = declared_contracts(policy_resources, links)
     blocks = [f"\n== {name} ({stack}): {len(run.resources)} resources", "\n".join(_tree(run))]
     blocks.append("\ncount per type:")
     blocks += [f"  {n:3d}  {typ}" for typ, n in sorted(Counter(r.type for r in run.resources).items())]
@@ -265,11 +279,9 @@ def project_report(
     resources = [(r.type, r.name, r.inputs) for r in run.resources]
     if run.of_type(NODE_GROUP):
         blocks.append("\nagents (DaemonSets): on which node groups each lands:")
-        blocks.append("\n".join(agent_table(landings(resources, placement))))
+        blocks.append("\n".join(agent_table(landings(resources, contracts[0]))))
         blocks.append("\n" + "\n".join(cost_lines(stack_cost(resources), region)))
-    # Judged as the pack judges the stack: by the contract the stack itself declares.
-    policy_resources, links = policy_input(name, stack, run)
-    violations = check_policies(policy_resources, links=links)
+    violations = check_policies(policy_resources, contracts, links=links)
     blocks.append(
         "\npolicy pack (policy/): "
         + ("no violations" if not violations else f"{len(violations)} violation(s)")
@@ -283,12 +295,11 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> None:
     chosen = _projects(stack, projects)
     if not chosen:
         raise PreviewError(f"no project has a Pulumi.{stack}.yaml; create one or pass --project")
-    # The platform's stack decides the Kubernetes version and the contract for every project.
+    # The platform's stack decides the Kubernetes version for every project.
     root_config = load_project(ROOT, stack)[1] if (ROOT / f"Pulumi.{stack}.yaml").is_file() else {}
     version = root_config.get(
         "eks-gpu-platform:kubernetesVersion", platform_config.DEFAULT_KUBERNETES_VERSION
     )
-    placement = Placement.from_dict(platform_contract(stack))  # the contract with its pools
     nodes: list[Node] = []
     mandatory = 0
     for index, project in enumerate(chosen, 1):
@@ -298,9 +309,7 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> None:
         name = load_project(project, stack)[0]
         # one node per node group and instance type, offering what a real one would
         nodes = nodes or [n for g in run.of_type(NODE_GROUP) for n in group_nodes(g.name, g.inputs)]
-        blocks, project_mandatory = project_report(
-            name, stack, run, nodes, placement, root_config.get("aws:region")
-        )
+        blocks, project_mandatory = project_report(name, stack, run, nodes, root_config.get("aws:region"))
         print("\n".join(blocks))
         mandatory += project_mandatory
         written = write_outputs(run, out / name, version)
