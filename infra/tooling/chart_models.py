@@ -83,15 +83,6 @@ def is_device_plugin(pod: Mapping[str, Any]) -> bool:
     return any(c.get("name") == DEVICE_PLUGIN_CONTAINER for c in pod.get("containers") or [])
 
 
-def device_plugin_pod(
-    values: Mapping[str, Any], release: str = DEVICE_PLUGIN_CHART, namespace: str = DEVICE_PLUGIN_CHART
-) -> dict[str, Any]:
-    """The device plugin's pod spec as the pinned chart renders it with ``values``."""
-    return next(
-        p for p in device_plugin_daemonsets(values, release, namespace).values() if is_device_plugin(p)
-    )
-
-
 # --- models of charts not pinned here --------------------------------------------------------
 
 LINUX = {"kubernetes.io/os": "linux"}

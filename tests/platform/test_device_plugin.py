@@ -6,10 +6,10 @@ import pytest
 import yaml
 
 from infra.platform.device_plugin import CHART_TOLERATIONS, values
-from infra.tooling.chart_models import device_plugin_pod
 from infra.workloads.placement import DEFAULT_PLACEMENT, GpuPool, Placement
 from infra.workloads.scheduling import Node, placeable_on
 from localcluster import charts
+from tests.tooling.chart_pods import device_plugin_pod
 
 
 def _nodes(placement: Placement) -> list[Node]:

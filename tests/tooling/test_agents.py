@@ -29,6 +29,7 @@ from infra.tooling.offline import Run, run_project
 from infra.tooling.policy_rules import RULES, check, gpu_node_group_contract
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
 from tests.tooling import crossguard
+from tests.tooling.chart_pods import device_plugin_pod
 
 ROOT = Path(__file__).resolve().parents[2]
 DS = "kubernetes:apps/v1:DaemonSet"
@@ -395,7 +396,7 @@ def test_the_device_plugin_is_rendered_from_the_chart_the_platform_deploys() -> 
     assert chart_models.DEVICE_PLUGIN_CHART == device_plugin.CHART
     assert chart_models.device_plugin_version() == DEVICE_PLUGIN_CHART_VERSION
     # the platform keeps the chart's own default tolerations beside the contract's
-    assert list(device_plugin.CHART_TOLERATIONS) == chart_models.device_plugin_pod({})["tolerations"]
+    assert list(device_plugin.CHART_TOLERATIONS) == device_plugin_pod({})["tolerations"]
 
 
 def _release(**props: Any) -> tuple[str, str, dict]:
