@@ -20,7 +20,8 @@ from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 
-from infra.tooling.offline import Run, Secret
+from infra.tooling.offline import Run
+from infra.tooling.preview import _secrets  # a secret as its value: what the engine sends a policy
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK = "eks-gpu-guardrails"
@@ -86,17 +87,6 @@ def analyze_stack(
     return analyzer.AnalyzeStack(request, None)
 
 
-def _plain(value: Any) -> Any:
-    """A stack output as the engine sends it to a policy: a secret as its value."""
-    if isinstance(value, Secret):
-        return _plain(value.value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def analyze_run(analyzer, run: Run, project: str, stack: str) -> list[Any]:
     """Every diagnostic ``pulumi preview --policy-pack`` would get for a program's run.
 
@@ -111,7 +101,7 @@ def analyze_run(analyzer, run: Run, project: str, stack: str) -> list[Any]:
     diagnostics: list[Any] = []
     for r in managed:
         request = analyzer_pb2.AnalyzeRequest(
-            type=r.type, name=r.name, urn=r.urn, properties=_struct(_plain(r.inputs))
+            type=r.type, name=r.name, urn=r.urn, properties=_struct(_secrets(r.inputs, reveal=True))
         )
         diagnostics += analyzer.Analyze(request, None).diagnostics
     urns = {r.urn for r in managed}
@@ -120,7 +110,7 @@ def analyze_run(analyzer, run: Run, project: str, stack: str) -> list[Any]:
             type="pulumi:pulumi:Stack",
             name=f"{project}-{stack}",
             urn=stack_urn,
-            properties=_struct(_plain(run.stack_outputs)),
+            properties=_struct(_secrets(run.stack_outputs, reveal=True)),
         )
     ]
     resources += [
@@ -128,7 +118,7 @@ def analyze_run(analyzer, run: Run, project: str, stack: str) -> list[Any]:
             type=r.type,
             name=r.name,
             urn=r.urn,
-            properties=_struct(_plain(r.outputs)),
+            properties=_struct(_secrets(r.outputs, reveal=True)),
             parent=r.parent if r.parent in urns else stack_urn,
             dependencies=[d for d in r.dependencies if d in urns],
         )
