@@ -97,25 +97,25 @@ class _Served(pulumi.ComponentResource):
     """A served component: its subclass is the schema; constructing it returns the real one of infra.workloads.
 
     The real one already registers under the same type token, so it is returned, not wrapped.
-    Every input is passed on (snake_case keys), so one the component does not take fails in
-    its args dataclass. Only private annotations here: the analyzer reads this class too.
+    Every input is passed on as a dict (snake_case keys), so the component reads it as it reads
+    any dict (``component.read_args``) and refuses one it does not take with its own message.
+    Only private annotations here: the analyzer reads this class too.
     """
 
     _real: Any
-    """The component and args class of :mod:`infra.workloads` this one serves."""
+    """The component class of :mod:`infra.workloads` this one serves."""
 
     def __new__(
         cls, resource_name: str, args: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None
     ) -> Any:
-        component, component_args = cls._real
         inputs = {key: whole_numbers(value) for key, value in args.items()}
-        return component(resource_name, component_args(**inputs), opts)
+        return cls._real(resource_name, inputs, opts)
 
 
 class GpuDeployment(_Served):
     """A Kubernetes Deployment whose pods land on the platform's GPU nodes and only there: nodeSelector, toleration and nvidia.com/gpu limits always set."""
 
-    _real = (gpu_deployment.GpuDeployment, gpu_deployment.GpuDeploymentArgs)
+    _real = gpu_deployment.GpuDeployment
     name: pulumi.Output[str]
     """The Deployment's name (metadata.name, auto-named from the resource name if not given)."""
     namespace: pulumi.Output[str]
@@ -130,7 +130,7 @@ class GpuDeployment(_Served):
 class GpuJob(_Served):
     """A Kubernetes Job (training, batch inference) whose pods land on the platform's GPU nodes and only there: nodeSelector, toleration and nvidia.com/gpu limits always set."""
 
-    _real = (gpu_job.GpuJob, gpu_job.GpuJobArgs)
+    _real = gpu_job.GpuJob
     name: pulumi.Output[str]
     """The Job's name (metadata.name, auto-named from the resource name if not given)."""
     namespace: pulumi.Output[str]

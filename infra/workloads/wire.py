@@ -29,11 +29,6 @@ class WireError(ValueError):
     """Input that has no single Kubernetes form, e.g. one field spelled two ways."""
 
 
-def is_args(value: Any) -> bool:
-    """True for a typed Pulumi Args object (e.g. ``k8s.core.v1.PodSpecArgs``)."""
-    return _types.is_input_type(type(value))
-
-
 def output_path(value: Any, path: str = "") -> str | None:
     """Where the first Pulumi Output or awaitable inside ``value`` is (``""`` for ``value`` itself)."""
     if isinstance(value, pulumi.Output) or inspect.isawaitable(value):

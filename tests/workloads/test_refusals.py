@@ -14,7 +14,7 @@ from infra.workloads.deployment import place_deployment_checked, place_deploymen
 from infra.workloads.job import place_job_spec
 from infra.workloads.placement import DEFAULT_PLACEMENT
 from infra.workloads.podspec import place_pod_spec
-from infra.workloads.quantity import QuantityError, parse_quantity, whole_count
+from infra.workloads.quantity import QuantityError, parse_quantity
 from infra.workloads.values import UNKNOWN
 from tests.cluster.test_api_refusals import LEFT_TO_THE_API, PLACE, kept
 from tests.conftest import deployment_spec
@@ -118,38 +118,32 @@ def test_text_that_is_not_a_quantity_is_refused(text: str) -> None:
         parse_quantity(text)
 
 
-@pytest.mark.parametrize("number", [1, 2.0, 0.9995, 1.5, 0.5, 1e-9, 3])
-def test_gpu_count_settings_are_judged_by_the_one_quantity_parser(number: float) -> None:
-    # gpus, a container's nvidia.com/gpu and a pool's gpusPerNode: one judgement (whole_count),
-    # the API's (milli-value rounded up), so 0.9995 is one GPU everywhere and 1.5 nowhere.
+@pytest.mark.parametrize(
+    ("number", "count"),
+    [(1, 1), (2.0, 2), (0.9995, 1), (1.5, None), (0.5, None), (1e-9, None), (3, 3)],
+)
+def test_gpu_count_settings_are_judged_by_the_one_quantity_parser(number: float, count: int | None) -> None:
+    # gpus, a container's nvidia.com/gpu and a pool's gpusPerNode: one judgement, the API's
+    # (the milli-value rounded up, refused unless a multiple of 1000): 0.9995 is 999.5m -> 1000m,
+    # one GPU everywhere; 1.5 (1500m), 0.5 (500m) and 1e-9 (1m) nowhere. `count` is None if refused.
     from infra.workloads.placement import Placement, PlacementError
 
-    try:
-        expected = whole_count(number)
-    except QuantityError:
-        expected = None
     limit = {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": number}}}]}
     outcomes = []
     for judge in (
         lambda: place_pod_spec({"containers": [{"name": "m"}]}, gpus=number)["containers"][0]["resources"][
             "limits"
-        ],
-        lambda: {
-            "nvidia.com/gpu": whole_count(
-                place_pod_spec(limit)["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
-            )
-        },
-        lambda: {
-            "nvidia.com/gpu": Placement.from_dict({"pools": {"p": {"gpusPerNode": number}}})
-            .pools[0]
-            .gpus_per_node
-        },
+        ]["nvidia.com/gpu"],
+        lambda: place_pod_spec(limit)["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+        lambda: Placement.from_dict({"pools": {"p": {"gpusPerNode": number}}}).pools[0].gpus_per_node,
     ):
         try:
-            outcomes.append(judge()["nvidia.com/gpu"])
+            outcomes.append(judge())
         except (PodSpecError, PlacementError):
             outcomes.append(None)
-    assert outcomes == [expected] * 3
+    # gpus and gpusPerNode become the count; the user's own limit is kept as written.
+    assert outcomes == ([count, number, count] if count is not None else [None] * 3)
+    assert all(type(outcome) is int for outcome in outcomes[::2] if outcome is not None)
 
 
 def test_an_integral_float_quantity_is_one_gpu_count() -> None:
