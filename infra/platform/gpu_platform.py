@@ -41,7 +41,8 @@ class GpuPlatform(pulumi.ComponentResource):
         net = network(f"{name}-vpc", config.network, guarded, secret=lambda v: config.secret("network", v))
         key = secrets_key(f"{name}-secrets", guarded)
         self.cluster = cluster(f"{name}-eks", config, net, key=key, opts=guarded)
-        gpu_pools = self._node_groups(name, config, net, sizes)
+        self.system_nodes, gpu_pools = self._node_groups(name, config, net, sizes)
+        self.gpu_pools = {pool.name: group for pool, group in gpu_pools}
         after_nodes = pulumi.ResourceOptions(parent=self, depends_on=[self.system_nodes])
         on_nodes = (config.cluster_name, config.kubernetes_version, after_nodes)
         self.pod_identity_agent = addons.addon(f"{name}-pod-identity", addons.POD_IDENTITY_AGENT, *on_nodes)
@@ -53,7 +54,7 @@ class GpuPlatform(pulumi.ComponentResource):
         )
         after_pools = list(self.gpu_pools.values())
         on_cluster = pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=after_pools)
-        self.device_plugin_namespace, self.device_plugin = device_plugin(
+        _, self.device_plugin = device_plugin(
             "nvidia-device-plugin", config.device_plugin, config.contract, on_cluster
         )
         if config.autoscaler.enabled:
@@ -73,7 +74,7 @@ class GpuPlatform(pulumi.ComponentResource):
 
     def _node_groups(
         self, name: str, config: PlatformConfig, net: Network, sizes: dict[str, int]
-    ) -> list[tuple[Pool, aws.eks.NodeGroup]]:
+    ) -> tuple[aws.eks.NodeGroup, list[tuple[Pool, aws.eks.NodeGroup]]]:
         """The system group, and each GPU pool with its node group; after the cluster and the role's policies."""
         role, attachments = node_role(f"{name}-node", pulumi.ResourceOptions(parent=self))
         # Node groups come after the cluster and the role's policy attachments, and go before them.
@@ -85,7 +86,7 @@ class GpuPlatform(pulumi.ComponentResource):
             "kubernetes_version": config.kubernetes_version,
             "opts": after_cluster,
         }
-        self.system_nodes = managed_node_group(
+        system_nodes = managed_node_group(
             f"{name}-system",
             node_group_name_prefix="system-",
             ami_type=SYSTEM_AMI_TYPE,
@@ -112,5 +113,4 @@ class GpuPlatform(pulumi.ComponentResource):
             )
             for pool in config.pools
         ]
-        self.gpu_pools = {pool.name: group for pool, group in gpu_pools}
-        return gpu_pools
+        return system_nodes, gpu_pools
