@@ -4,9 +4,7 @@ Three actors write ``scalingConfig.desiredSize``: the stack (its initial size), 
 autoscaler (SetDesiredCapacity on the ASG, which EKS reports back), and ``pulumi up``.
 The engine and the provider are modelled from their source, at the versions pinned:
 
-- pulumi/pulumi ``pkg/resource/deploy/step_generator.go`` ``processIgnoreChanges``:
-  each ignored path of the new inputs is set from the *old inputs* in state;
-- ``step.go`` ``RefreshStep``: a refresh replaces the old inputs with the ones the
+- pulumi/pulumi ``pkg/resource/deploy/step.go`` ``RefreshStep``: a refresh replaces the old inputs with the ones the
   provider's Read returns; pulumi-terraform-bridge returns the live values
   (``pkg/tfbridge/provider.go`` Read, ``ExtractInputsFromOutputs(..., isRefresh)``);
 - terraform-provider-aws ``internal/service/eks/node_group.go``: when
@@ -24,7 +22,6 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
 
 import botocore.session
 import pulumi
@@ -52,27 +49,10 @@ AUTOSCALER_OFF = {
 }
 
 
-def _get(tree: dict, path: str) -> Any:
-    for part in path.split("."):
-        tree = tree[part]
-    return tree
-
-
-def _set(tree: dict, path: str, value: Any) -> None:
-    *parents, leaf = path.split(".")
-    for part in parents:
-        tree = tree[part]
-    tree[leaf] = value
-
-
-def pulumi_up(
-    state_inputs: dict, live: dict, program_inputs: dict, ignore: list[str], refresh: bool
-) -> dict | None:
+def pulumi_up(state_inputs: dict, live: dict, program_inputs: dict, refresh: bool) -> dict | None:
     """The UpdateNodegroupConfig request ``pulumi up`` makes, or None when nothing changes."""
     old = copy.deepcopy(live if refresh else state_inputs)  # RefreshStep: Read's inputs replace the old ones
     new = copy.deepcopy(program_inputs)
-    for path in ignore:  # processIgnoreChanges: from the old inputs
-        _set(new, path, _get(old, path))
     if new["scalingConfig"] == old["scalingConfig"]:
         return None
     return {"clusterName": CLUSTER, "nodegroupName": "n", "scalingConfig": new["scalingConfig"]}
@@ -104,8 +84,9 @@ def _up(state: Run, after: Run, pool: str, live_size: int) -> dict | None:
     and the program now declares ``after``."""
     old = state.one(NODE_GROUP, f"gpu-platform-gpu-{pool}")
     new = after.one(NODE_GROUP, f"gpu-platform-gpu-{pool}")
+    assert new.ignore_changes == []  # the model has no ignoreChanges: the program reads the live size
     live_inputs = _scaling(old.inputs, desiredSize=live_size)
-    return pulumi_up(old.inputs, live_inputs, new.inputs, new.ignore_changes, _refresh_always())
+    return pulumi_up(old.inputs, live_inputs, new.inputs, _refresh_always())
 
 
 def test_every_pulumi_up_refreshes_first() -> None:
@@ -200,7 +181,7 @@ def test_without_the_refresh_the_request_still_carries_the_live_size(
     after = dev_variant(tmp_path, {INFERENCE_MAX: "      minSize: 0\n      maxSize: 4  # scale from zero"})
     old = dev.one(NODE_GROUP, "gpu-platform-gpu-inference")
     new = after.one(NODE_GROUP, "gpu-platform-gpu-inference")
-    request = pulumi_up(old.inputs, _scaling(old.inputs, desiredSize=2), new.inputs, [], refresh=False)
+    request = pulumi_up(old.inputs, _scaling(old.inputs, desiredSize=2), new.inputs, refresh=False)
     assert _accepted(request)["desiredSize"] == 2
 
 
@@ -237,7 +218,5 @@ def test_the_system_group_is_pulumis_alone(dev: Run) -> None:
     """The autoscaler never discovers it (see test_autoscaler), so its live size is the stack's."""
     system = dev.one(NODE_GROUP, "gpu-platform-system")
     assert system.ignore_changes == []
-    request = pulumi_up(
-        system.inputs, system.inputs, _scaling(system.inputs, maxSize=4), [], _refresh_always()
-    )
+    request = pulumi_up(system.inputs, system.inputs, _scaling(system.inputs, maxSize=4), _refresh_always())
     assert _accepted(request) == {"minSize": 2, "maxSize": 4, "desiredSize": 2}
