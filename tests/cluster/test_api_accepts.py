@@ -2,8 +2,9 @@
 
 Server-side apply, for real, in namespaces that enforce the Pod Security level the
 project claims: ``restricted`` for a pod that runs as non-root, ``baseline``
-otherwise (``infra.workloads.security``), ``privileged`` for the device plugin's.
-Helm releases are covered by the chart tests; here are the objects Pulumi sends.
+otherwise (``infra.workloads.security``). Helm releases (the device plugin's chart)
+are covered by the chart tests; here are the objects Pulumi sends, as
+``infra.tooling.manifests`` turns them into manifests.
 """
 
 from __future__ import annotations
@@ -12,26 +13,19 @@ from typing import Any
 
 import pytest
 
-from infra.tooling.offline import PLATFORM_ROOT, Registration, run_project
+from infra.tooling.manifests import is_manifest_type, manifest_of
+from infra.tooling.offline import PLATFORM_ROOT, run_project
 from infra.workloads.security import runs_as_non_root
 from localcluster.kube import Kube
 
 PROJECTS = {"platform": PLATFORM_ROOT, "inference": PLATFORM_ROOT / "stacks" / "inference"}
 
 
-def _manifest(resource: Registration) -> dict[str, Any]:
-    manifest = {k: v for k, v in resource.inputs.items() if k in ("apiVersion", "kind", "metadata", "spec")}
-    # No name given: pulumi-kubernetes auto-names it <resource name>-<random suffix>.
-    manifest["metadata"] = {"name": f"{resource.name}-1a2b3c4d", **manifest.get("metadata", {})}
-    return manifest
-
-
 def _objects(project: str) -> list[dict[str, Any]]:
     run = run_project(PROJECTS[project], "dev")
+    # No name given: pulumi-kubernetes auto-names it <resource name>-<random suffix>.
     return [
-        _manifest(r)
-        for r in run.resources
-        if r.type.startswith("kubernetes:") and r.type != "kubernetes:helm.sh/v3:Release"
+        manifest_of(r.type, f"{r.name}-1a2b3c4d", r.inputs) for r in run.resources if is_manifest_type(r.type)
     ]
 
 

@@ -1,10 +1,14 @@
-"""The local control plane is real, listens on loopback only, and holds the dev stack's nodes."""
+"""The local control plane is real, runs the dev stack's Kubernetes version, listens on loopback only, and
+holds the dev stack's nodes."""
 
 from __future__ import annotations
 
 import subprocess
 
-from infra.tooling.offline import PLATFORM_ROOT, run_project
+from kubernetes import client
+
+from infra.platform.config import DEFAULT_KUBERNETES_VERSION
+from infra.tooling.offline import PLATFORM_ROOT, load_project, run_project
 from localcluster import cluster as local
 from localcluster.kube import Kube, node_ready
 from localcluster.nodes import node_manifests
@@ -18,6 +22,14 @@ def _listening(pids: set[int]) -> list[str]:
         if any(f"pid={pid}," in line for pid in pids):
             found.append(line.split()[3])
     return found
+
+
+def test_the_api_server_runs_the_kubernetes_version_the_dev_stack_deploys(kube: Kube) -> None:
+    """The local cluster cannot drift from the EKS version the platform asks for."""
+    config = load_project(PLATFORM_ROOT, "dev")[1]
+    declared = config.get("eks-gpu-platform:kubernetesVersion", DEFAULT_KUBERNETES_VERSION)
+    served = client.VersionApi(kube.api).get_code()
+    assert f"{served.major}.{served.minor.rstrip('+')}" == declared, served.git_version
 
 
 def test_every_component_listens_on_loopback_only(kube: Kube) -> None:

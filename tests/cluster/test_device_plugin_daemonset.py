@@ -2,7 +2,8 @@
 
 The chart comes from its Go module at the pinned version, helm renders it, the API
 server takes every object, and the real DaemonSet controller and scheduler place
-the pods on the dev stack's mirrored nodes.
+the pods on the dev stack's mirrored nodes. What they do is also what the preview's
+model (``infra.tooling.agents``, its agent table) says, per node group.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from infra.tooling.offline import PLATFORM_ROOT, Run, run_project
+from infra.tooling.agents import landings
+from infra.tooling.chart_models import is_device_plugin
+from infra.tooling.offline import PLATFORM_ROOT, Run, platform_contract, run_project
+from infra.workloads.placement import Placement
 from localcluster import charts
 from localcluster.kube import Kube, wait_for
 from localcluster.nodes import node_manifests
@@ -32,6 +36,20 @@ def _release(platform: Run) -> Any:
         if r.inputs["chart"] == "nvidia-device-plugin"
     ]
     return release
+
+
+def _modelled_plugin_groups(platform: Run) -> tuple[str, set[str]]:
+    """The device plugin's DaemonSet and the node groups the preview's model lands it on, built as
+    ``infra.tooling.preview`` builds its agent table for the Run."""
+    resources = [(r.type, r.name, r.inputs) for r in platform.resources]
+    placement = Placement.from_dict(platform_contract("dev"))
+    (plugin,) = [
+        landing
+        for landing in landings(resources, placement)
+        if landing.agent.pod is not None and is_device_plugin(landing.agent.pod)
+    ]
+    assert "unknown" not in plugin.where.values() and "partial" not in plugin.where.values(), plugin.where
+    return plugin.agent.name.split(" ")[0], {group for group, lands in plugin.where.items() if lands == "yes"}
 
 
 def test_the_platform_deploys_the_chart_version_the_tests_render(platform: Run) -> None:
@@ -70,5 +88,19 @@ def test_one_plugin_pod_per_gpu_node_and_none_elsewhere(kube: Kube, platform: Ru
         pods = kube.pods(namespace, "app.kubernetes.io/name=nvidia-device-plugin")
         on = [p.spec.node_name for p in pods if p.spec.node_name in mirrored]
         assert sorted(on) == sorted(gpu_nodes)  # one per GPU node, none on the system nodes
+
+        # The preview's model agrees with the real DaemonSet controller, node group by node group.
+        daemonset, modelled = _modelled_plugin_groups(platform)
+        group_of = {
+            name: n["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] for name, n in mirrored.items()
+        }
+        plugin_pods = [
+            p
+            for p in kube.pods(namespace)
+            if p.spec.node_name in mirrored
+            and any(o.kind == "DaemonSet" and o.name == daemonset for o in p.metadata.owner_references or [])
+        ]
+        real = {group_of[p.spec.node_name] for p in plugin_pods}
+        assert modelled == real, f"model: {sorted(modelled)}, DaemonSet controller: {sorted(real)}"
     finally:
         kube.delete_namespace(namespace)
