@@ -77,7 +77,7 @@ def reference() -> str:
     return "\n".join(lines)
 
 
-def readme_block(text: str) -> str:
+def generated_block(text: str) -> str:
     """The generated block of docs/configuration.md."""
     return text.partition(START)[2].partition(END)[0].strip("\n")
 

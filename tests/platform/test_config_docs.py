@@ -8,13 +8,13 @@ from typing import Annotated, Any, get_args, get_origin
 from pydantic import BaseModel
 
 from infra.platform.config import PlatformConfig
-from infra.platform.config_docs import CONFIGURATION_DOC, readme_block, reference
+from infra.platform.config_docs import CONFIGURATION_DOC, generated_block, reference
 
 INTERNAL = {"region", "secret_keys"}  # from aws:region and `pulumi config set --secret`; load() refuses them
 
 
 def test_documented_reference_matches_the_models() -> None:
-    assert readme_block(CONFIGURATION_DOC.read_text()) == reference(), (
+    assert generated_block(CONFIGURATION_DOC.read_text()) == reference(), (
         "docs/configuration.md is stale: run python -m infra.platform.config_docs --write"
     )
 
