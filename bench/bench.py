@@ -1,4 +1,4 @@
-"""Benchmarks for the offline preview and GpuDeployment (figures for the README; not a test).
+"""Benchmarks for the offline preview and GpuDeployment (figures for docs/benchmarks.md; not a test).
 
     .venv/bin/python bench/bench.py [--sizes 1 10 100 1000] [--only preview|deployments|suite]
 
@@ -74,7 +74,7 @@ def main() -> None:
         deployments(args.sizes)
     if args.only in (None, "suite"):
         suite_t, _, _ = child([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider"])
-        print(f"\nfull test suite: {suite_t:.1f} s wall (target < 60 s)")
+        print(f"\nfull test suite: {suite_t:.1f} s wall (target < 3 min)")
 
 
 def preview() -> None:
