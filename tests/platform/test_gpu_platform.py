@@ -443,20 +443,6 @@ def test_bad_config_declares_nothing(tmp_path: Path) -> None:
         run_project(tmp_path, "bad")
 
 
-def test_production_protects_what_holds_running_workloads(tmp_path: Path) -> None:
-    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
-    (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
-    dev_config = (ROOT / "Pulumi.dev.yaml").read_text()
-    (tmp_path / "Pulumi.prod.yaml").write_text(
-        dev_config.replace("eks-gpu-platform:production: false", "eks-gpu-platform:production: true")
-    )
-    prod = run_project(tmp_path, "prod")
-    protected = sorted(r.name for r in prod.resources if r.protect)
-    # Not the GPU pools: replacing or removing one is routine (tests/platform/test_production.py).
-    assert protected == ["gpu-platform-eks", "gpu-platform-secrets", "gpu-platform-vpc"]
-    assert not any(r.protect for r in run_project(ROOT, "dev").resources)
-
-
 def test_secret_settings_stay_secret_in_every_input_they_reach(tmp_path: Path) -> None:
     from pulumi.runtime.rpc import is_rpc_secret, unwrap_rpc_secret
 

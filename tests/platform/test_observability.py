@@ -352,12 +352,6 @@ def test_node_not_ready_is_metric_math_over_failed_nodes_and_the_ready_condition
     assert _errors("cloudwatch", "PutMetricAlarm", request) == []
 
 
-def test_a_day_is_the_longest_alarm_and_is_1440_one_minute_periods() -> None:
-    found = alarms(CLUSTER, AlarmsConfig(gpu_pod_pending_for="24h", node_not_ready_for="1440m"))
-    assert {a["evaluation_periods"] for a in found.values()} == {1440}  # 1440 x 60 s = 86400 s: allowed
-    assert {a["datapoints_to_alarm"] for a in found.values()} == {1152, 1440}
-
-
 def test_alarms_without_a_topic_exist_but_notify_nobody() -> None:
     found = alarms(CLUSTER, AlarmsConfig())
     assert all(a["alarm_actions"] == [] and a["actions_enabled"] is False for a in found.values())

@@ -42,11 +42,19 @@ def test_a_topic_and_thresholds_are_read() -> None:
     assert section.gpu_namespaces == ("inference",)
 
 
-def test_a_day_is_the_longest_alarm_and_is_accepted() -> None:
+def test_a_day_is_the_longest_alarm_and_is_1440_one_minute_periods() -> None:
     section = _load(
         observability={"alarms": {"gpuPodPendingFor": "24h", "nodeNotReadyFor": "1440m"}}
     ).observability
-    assert _minutes(section) == (1440, 1440)
+    assert _minutes(section) == (1440, 1440)  # 1440 x 60 s = 86400 s: allowed
+    found = alarms("c", section.alarms)
+    assert (
+        found["gpu-pod-pending"]["datapoints_to_alarm"],
+        found["gpu-node-not-ready"]["datapoints_to_alarm"],
+    ) == (
+        1152,
+        1440,
+    )
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from infra.platform.config import ConfigError
-from infra.tooling.offline import Registration, Run
-from tests.platform.conftest import SUFFIX, dev_variant
+from infra.tooling.offline import Registration, Run, run_project
+from tests.platform.conftest import ROOT, SUFFIX, dev_variant
 
 PRODUCTION = {"eks-gpu-platform:production: false": "eks-gpu-platform:production: true"}
 INFERENCE_SIZES = "      minSize: 0\n      maxSize: 2  # scale from zero"
@@ -154,8 +154,10 @@ def test_the_pool_changes_replace_or_delete_node_groups_that_production_leaves_u
 
 
 def test_the_cluster_the_key_and_the_vpc_stay_protected(production: Run, tmp_path: Path) -> None:
+    """Only on production, and not the GPU pools: replacing or removing one is routine."""
     protected = {r.name for r in production.resources if r.protect}
     assert protected == {"gpu-platform-eks", "gpu-platform-secrets", "gpu-platform-vpc"}
+    assert not any(r.protect for r in run_project(ROOT, "dev").resources)
     moved = dev_variant(tmp_path, {**PRODUCTION, "cidr: 10.0.0.0/16": "cidr: 10.1.0.0/16"}, stack="prod")
     assert "gpu-platform-vpc.cidrBlock not in place" in refusals(production, moved)
 
