@@ -5,6 +5,9 @@
     .venv/bin/python bench/bench_localcluster.py --suite    # + the whole suite's wall time, warm
     .venv/bin/python bench/bench_localcluster.py --up       # + pulumi up: GpuDeployment vs plain Deployment
 
+The warm start stops a running cluster first. ``--up`` then starts one (with the dev
+stack's nodes) and stops it when done.
+
 A cold build uses a fresh, throwaway GOCACHE (the module cache stays: downloads
 are not build time). Nothing here is a test: these are numbers to report.
 """
@@ -60,7 +63,7 @@ def main() -> None:
     if args.suite:
         print(f"whole suite (bin/test), warm:            {timed(['bin/test']):.0f} s")
     if args.up:
-        from bench.bench_pulumi_up import compare
+        from bench_pulumi_up import compare  # beside this script (bench/bench.py shadows a "bench" package)
 
         gpu, plain = compare()
         print(f"pulumi up GpuDeployment / Deployment:    {gpu:.1f} s / {plain:.1f} s = {gpu / plain:.2f}x")

@@ -3,12 +3,16 @@
 Both programs send the same Deployment object (the hand-written one is
 ``place_deployment_spec``'s output, so only the component's own work differs) and
 the provider waits until it is Available in both. Median of ``RUNS`` up/destroy
-cycles each. Needs ``bin/local-cluster start``; run through bench_localcluster.py --up.
+cycles each. Starts the local cluster with the dev stack's nodes (as ``bin/local-cluster
+start``) when it is not running, and stops it afterwards only then; also run by
+bench_localcluster.py --up.
 """
 
 from __future__ import annotations
 
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -55,21 +59,46 @@ def _time_up(component: bool) -> float:
         stack = Stack(project, "bench")
         stack.init()
         times = []
-        for _ in range(RUNS):
-            start = time.perf_counter()
-            stack.up()
-            times.append(time.perf_counter() - start)
-            stack.destroy()
-        stack.remove()
+        try:
+            for _ in range(RUNS):
+                start = time.perf_counter()
+                try:
+                    stack.up()
+                    times.append(time.perf_counter() - start)
+                finally:
+                    stack.destroy()  # what a failed up did create goes too
+        finally:
+            stack.remove()
         return statistics.median(times)
 
 
+def running() -> bool:
+    state = local.status()
+    return bool(state) and all(state.values())
+
+
+def start_cluster() -> None:
+    """``bin/local-cluster start``: the control plane plus the dev stack's mirrored nodes, Ready."""
+    result = subprocess.run(
+        [sys.executable, "-m", "localcluster", "start"], cwd=local.ROOT, capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        local.stop(lambda _: None)  # whatever did start
+        raise SystemExit(f"bin/local-cluster start failed:\n{result.stdout}\n{result.stderr}")
+
+
 def compare() -> tuple[float, float]:
-    """(GpuDeployment, plain Deployment) median ``pulumi up`` seconds; starts the cluster if needed."""
-    if not all(local.status().values() or [False]):
-        raise SystemExit("start the local cluster first: bin/local-cluster start")
-    Kube(local.KUBECONFIG)  # fails early on a bad kubeconfig
-    return _time_up(True), _time_up(False)
+    """(GpuDeployment, plain Deployment) median ``pulumi up`` seconds; starts the cluster if needed,
+    and then stops it again (a cluster that was running is left running)."""
+    started = not running()
+    if started:
+        start_cluster()
+    try:
+        Kube(local.KUBECONFIG)  # fails early on a bad kubeconfig
+        return _time_up(True), _time_up(False)
+    finally:
+        if started:
+            local.stop(lambda _: None)
 
 
 if __name__ == "__main__":
