@@ -10,6 +10,7 @@ rest first, so a retry is always clean.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -49,6 +50,7 @@ class Ports:
     apiserver: int
     controller_manager: int
     scheduler: int
+    kwok: int
 
 
 def free_port() -> int:
@@ -124,6 +126,7 @@ def _commands(p: Ports) -> dict[str, list[str]]:
             f"--kubeconfig={kubeconfig}",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--node-lease-duration-seconds=40",
+            f"--server-address={HOST}:{p.kwok}",  # its /healthz, served once its controllers run
             *(f"--config={stage}" for stage in _kwok_stages()),
         ],
     }
@@ -197,14 +200,8 @@ def _ready_checks(p: Ports) -> dict[str, Callable[[], bool]]:
             _get(f"https://{HOST}:{p.controller_manager}/healthz", tls=None) == 200
         ),
         "kube-scheduler": lambda: _get(f"https://{HOST}:{p.scheduler}/healthz", tls=None) == 200,
-        # kwok serves nothing; alive a second after start means it read its stages and connected.
-        "kwok": _after(1.0),
+        "kwok": lambda: _get(f"http://{HOST}:{p.kwok}/healthz", tls=False) == 200,
     }
-
-
-def _after(seconds: float) -> Callable[[], bool]:
-    deadline = time.monotonic() + seconds
-    return lambda: time.monotonic() >= deadline
 
 
 def _start_time(pid: int) -> str | None:
@@ -274,7 +271,7 @@ def start(log: Callable[[str], None] = print) -> Path:
     shutil.rmtree(RUN, ignore_errors=True)
     (RUN / "logs").mkdir(parents=True)
     pki.write(RUN / "pki")
-    ports = Ports(*(free_port() for _ in range(5)))
+    ports = Ports(*(free_port() for _ in range(len(dataclasses.fields(Ports)))))
     KUBECONFIG.write_text(_kubeconfig(ports))
     pids: dict[str, int] = {}
     started: dict[str, str | None] = {}
