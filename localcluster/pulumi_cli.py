@@ -65,6 +65,12 @@ def environment() -> dict[str, str]:
     return env
 
 
+def prepare() -> None:
+    """What the CLI needs before its first command: the file backend's folder and its home."""
+    STATE.mkdir(parents=True, exist_ok=True)
+    HOME.mkdir(parents=True, exist_ok=True)
+
+
 @dataclass(frozen=True)
 class Stack:
     """One stack of one project, driven through the CLI."""
@@ -74,7 +80,7 @@ class Stack:
 
     def run(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """``pulumi <args>`` on this stack; on ``timeout`` the CLI and its plugins are killed, never left."""
-        STATE.mkdir(parents=True, exist_ok=True)
+        prepare()
         argv = [str(BIN / "pulumi"), *args, "--stack", self.name, "--non-interactive"]
         with subprocess.Popen(
             argv,
@@ -103,7 +109,7 @@ class Stack:
         A lock left by a killed run (the file backend keeps it as a file) is removed: the
         cache's state belongs to these tests alone, and they run one command at a time.
         """
-        STATE.mkdir(parents=True, exist_ok=True)
+        prepare()
         project = yaml.safe_load((self.project_dir / "Pulumi.yaml").read_text())["name"]
         shutil.rmtree(STATE / ".pulumi" / "locks" / "organization" / project / self.name, ignore_errors=True)
         subprocess.run(

@@ -42,3 +42,14 @@ def test_workloads_need_only_pulumi_and_pulumi_kubernetes() -> None:
         if module.split(".")[0] in cloud
     }
     assert not offenders
+
+
+def test_the_package_never_imports_the_repositorys_localcluster() -> None:
+    """The preview and the policy pack run wherever the package is installed, not only in a checkout."""
+    offenders = {
+        f"{path.relative_to(INFRA.parent)} imports {module}"
+        for path in INFRA.rglob("*.py")
+        for module in _imports(path)
+        if module.split(".")[0] == "localcluster"
+    }
+    assert not offenders

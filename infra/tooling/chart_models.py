@@ -2,8 +2,8 @@
 
 The agents come as Helm releases or EKS add-ons, so Pulumi (and a policy pack) sees only
 their inputs, never the DaemonSets. The NVIDIA device plugin's chart is pinned
-(``localcluster/charts/go.mod``), so its DaemonSets are what ``helm template`` of that
-chart renders with the Release's values (helm built by ``bin/setup``). The add-ons' charts
+(``infra/tooling/pinned_chart.py``), so its DaemonSets are what ``helm template`` of that
+chart renders with the Release's values. The add-ons' charts
 are not pinned here (EKS serves them), so their scheduling defaults are modelled, each
 naming the file and version it was read from; re-read them when you bump a version
 (docs/decisions/0025).
@@ -15,38 +15,26 @@ import copy
 import functools
 import json
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from infra.platform.addons import CLOUDWATCH_ADDON, NODE_MONITORING_ADDON
+from infra.tooling import pinned_chart
+from infra.tooling.gomod import GoModuleUnavailable
 
-REPO = Path(__file__).resolve().parents[2]
 DEVICE_PLUGIN_CHART = "nvidia-device-plugin"
 DEVICE_PLUGIN_CONTAINER = "nvidia-device-plugin-ctr"
 
 
 class ChartUnavailable(RuntimeError):
-    """The pinned chart cannot be rendered here; the message says why (usually: run bin/setup)."""
-
-
-def _charts() -> ModuleType:
-    """``localcluster.charts``, from the repository: the policy pack runs in policy/, off sys.path."""
-    if str(REPO) not in sys.path:
-        sys.path.append(str(REPO))
-    try:
-        from localcluster import charts
-    except ImportError as error:
-        raise ChartUnavailable(f"the repository's localcluster/ is needed to render it ({error})") from None
-    return charts
+    """The pinned chart cannot be rendered here; the message says why and what to do."""
 
 
 def device_plugin_version() -> str:
-    """The device plugin chart version pinned in localcluster/charts/go.mod: the one rendered here."""
+    """The device plugin chart version pinned in infra/tooling/chart-pins/go.mod: the one rendered here."""
     try:
-        return _charts().device_plugin_chart_version()
+        return pinned_chart.version()
     except (OSError, LookupError) as error:
         raise ChartUnavailable(f"no pinned chart version: {error}") from None
 
@@ -54,14 +42,9 @@ def device_plugin_version() -> str:
 @functools.cache
 def _rendered(values: str, release: str, namespace: str) -> dict[str, dict[str, Any]]:
     try:
-        charts = _charts()
-        objects = charts.render(
-            charts.device_plugin_chart(), json.loads(values), release=release, namespace=namespace
-        )
-    except FileNotFoundError as error:
-        raise ChartUnavailable(
-            f"{error.filename} not found: run bin/setup (or policy/install for the pack; each builds helm and fetches the pinned chart)"
-        ) from None
+        objects = pinned_chart.render(json.loads(values), release=release, namespace=namespace)
+    except (pinned_chart.HelmNotFound, GoModuleUnavailable) as error:
+        raise ChartUnavailable(str(error)) from None
     except subprocess.CalledProcessError as error:
         command = f"{Path(error.cmd[0]).name} {error.cmd[1]}"
         raise ChartUnavailable(f"`{command}` failed: {error.stderr.strip()}") from None

@@ -96,7 +96,10 @@ def workloads_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
             name = (r.inputs.get("metadata") or {}).get("name", r.name)
             found.append((f"{r.type.rsplit(':', 1)[1]}/{name}", dict(pod_spec_of(r.type, r.inputs) or {})))
         elif r.type == HELM_RELEASE_TYPE and r.inputs.get("chart") == DEVICE_PLUGIN_CHART:
-            rendered, _ = device_plugin_daemonsets(r.name, r.inputs)  # None: the agent table says why
+            try:
+                rendered, _ = device_plugin_daemonsets(r.name, r.inputs)  # None: the agent table says why
+            except ChartUnavailable:
+                rendered = None  # the agent table shows the plugin unknown, with what is missing
             for pod in (rendered or {}).values():
                 if is_device_plugin(pod):
                     found.append((f"DaemonSet/{r.inputs.get('name', r.name)} (helm)", pod))

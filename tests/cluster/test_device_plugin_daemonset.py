@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from infra.tooling import pinned_chart
 from infra.tooling.agents import landings
 from infra.tooling.chart_models import is_device_plugin
 from infra.tooling.offline import PLATFORM_ROOT, Run, platform_contract, run_project
 from infra.workloads.placement import Placement
-from localcluster import charts
 from localcluster.kube import Kube, wait_for
 from localcluster.nodes import node_manifests
 
@@ -53,14 +53,13 @@ def _modelled_plugin_groups(platform: Run) -> tuple[str, set[str]]:
 
 
 def test_the_platform_deploys_the_chart_version_the_tests_render(platform: Run) -> None:
-    assert _release(platform).inputs["version"] == charts.device_plugin_chart_version()
+    assert _release(platform).inputs["version"] == pinned_chart.version()
 
 
 def test_one_plugin_pod_per_gpu_node_and_none_elsewhere(kube: Kube, platform: Run) -> None:
     release = _release(platform)
     namespace = release.inputs["namespace"]
-    objects = charts.render(
-        charts.device_plugin_chart(),
+    objects = pinned_chart.render(
         release.inputs["values"],
         release=release.inputs["name"],
         namespace=namespace,

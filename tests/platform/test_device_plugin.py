@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from infra.platform.device_plugin import CHART_TOLERATIONS, values
+from infra.tooling import pinned_chart
 from infra.workloads.placement import DEFAULT_PLACEMENT, GpuPool, Placement
 from infra.workloads.scheduling import Node, placeable_on
-from localcluster import charts
 from tests.tooling.chart_pods import device_plugin_pod
 
 
@@ -49,13 +49,12 @@ def test_values_replace_the_nfd_affinity_and_keep_the_charts_tolerations() -> No
     assert list(CHART_TOLERATIONS) == chart_defaults  # the chart's own, kept
 
 
-# --- the real chart at the pinned version, rendered by helm (localcluster/charts) --------
+# --- the real chart at the pinned version, rendered by helm (infra/tooling/pinned_chart.py) --------
 
 
 def _render(chart_values: dict) -> list[dict]:
     """``helm template`` of the real chart with ``chart_values``: every object it would install."""
-    return charts.render(
-        charts.device_plugin_chart(),
+    return pinned_chart.render(
         chart_values,
         release="nvidia-device-plugin",
         namespace="nvidia-device-plugin",

@@ -23,7 +23,7 @@ from infra.platform import observability
 from infra.platform.addons import ADDON_VERSIONS, CLOUDWATCH_ADDON, NODE_MONITORING_ADDON
 from infra.platform.config import DEVICE_PLUGIN_CHART_VERSION
 from infra.platform.device_plugin import values as device_plugin_values
-from infra.tooling import agents, chart_models
+from infra.tooling import agents, chart_models, pinned_chart
 from infra.tooling.agents import agents_of, contract_groups, daemonset_intent, groups_of, landings, table
 from infra.tooling.offline import Run, run_project
 from infra.tooling.policy_rules import RULES, check, gpu_node_group_contract
@@ -429,32 +429,31 @@ def test_a_release_the_chart_refuses_or_values_not_known_yet_are_unknown() -> No
         assert agent.pod is None and agent.source == "Release values or namespace not known yet", unknown
 
 
-def test_without_the_built_helm_the_plugin_is_unknown_and_says_to_run_setup(
-    tmp_path: Path, monkeypatch
-) -> None:
-    from localcluster import charts
-
-    monkeypatch.setattr(charts, "BIN", tmp_path)
+def test_without_any_helm_the_plugin_is_unknown_and_says_where_it_looked(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(pinned_chart, "CHECKOUT_CACHE", tmp_path)
+    monkeypatch.delenv(pinned_chart.HELM_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
     chart_models._rendered.cache_clear()
     try:
         (agent,) = agents_of([_release()], DEFAULT_PLACEMENT)
         (violation,) = check([_release()], DEFAULT_PLACEMENT)
     finally:
         chart_models._rendered.cache_clear()
-    assert agent.pod is None and "run bin/setup" in agent.source
-    assert violation.rule == "agent-placement-unknown" and "run bin/setup" in violation.message
+    assert agent.pod is None and "localcluster/build helm charts" in agent.source
+    assert (
+        violation.rule == "agent-placement-unknown"
+        and "no helm: looked at $EKS_GPU_HELM" in violation.message
+    )
 
 
 def test_a_helm_that_hangs_leaves_the_plugin_unknown_rather_than_the_preview_hanging(
     tmp_path: Path, monkeypatch
 ) -> None:
-    from localcluster import charts
-
     helm = tmp_path / "helm"
     helm.write_text("#!/bin/sh\nsleep 30\n")
     helm.chmod(0o755)
-    monkeypatch.setattr(charts, "BIN", tmp_path)
-    monkeypatch.setattr(charts, "RENDER_TIMEOUT", 0.5)
+    monkeypatch.setenv(pinned_chart.HELM_ENV, str(helm))
+    monkeypatch.setattr(pinned_chart, "RENDER_TIMEOUT", 0.5)
     chart_models._rendered.cache_clear()
     try:
         (agent,) = agents_of([_release()], DEFAULT_PLACEMENT)
