@@ -16,7 +16,8 @@ from infra.tooling import pinned_chart
 from localcluster.gomod import BIN
 
 ROOT = Path(__file__).resolve().parents[1]
-RENDERED = "rendered by helm (chart " + pinned_chart.version() + ")"
+# The placement table's row for the plugin's pod: there only when the pinned chart was rendered.
+RENDERED = "workload DaemonSet/nvidia-device-plugin (helm)"
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
