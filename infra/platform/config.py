@@ -1,8 +1,10 @@
 """Typed, validated stack config: every setting checked before any resource is declared.
 
 One pydantic model per config section; its constraints are also the JSON schema that generates
-docs/configuration.md, and a refusal is pydantic's message after the key as the stack file
-spells it (docs/decisions/0020). :func:`load` reads plain data; :func:`from_pulumi` adapts.
+docs/configuration.md (docs/decisions/0020). A refusal names the key as the stack file spells
+it, says in words what it allows (the reference's words, :func:`allowed`) and the value given,
+never pydantic's text or a regular expression (docs/decisions/0050). :func:`load` reads plain
+data; :func:`from_pulumi` adapts.
 """
 
 from __future__ import annotations
@@ -50,7 +52,13 @@ VPC_PREFIXES = (16, 28)
 # A pool name goes into the node group name prefix gpu-<pool>-, which the AWS provider caps at 37
 # characters (63 minus its 26-character unique suffix); what it may be: HINTS, node_pools.WHOLE_GPUS.
 POOL_NAME = rf"^(?!{WHOLE_GPUS}$)[A-Za-z0-9]([A-Za-z0-9_-]{{0,30}}[A-Za-z0-9])?$"
+POOL_NAME_WORDS = (
+    f"1-32 letters, digits, '-' or '_', a letter or digit at both ends, not {WHOLE_GPUS}; "
+    "it becomes a node label value and part of a node group name"
+)
 CHART_VERSION = r"^\d+\.\d+\.\d+$"
+CHART_VERSION_WORDS = "a release version: three numbers joined by dots, no v and no range"
+NAMESPACE_WORDS = "a namespace name: 1-63 lowercase letters, digits or '-', a letter or digit at both ends"
 
 
 class ConfigError(ValueError):
@@ -61,6 +69,13 @@ def _no_boolean(value: Any) -> Any:
     # Lax int reads the CLI's text ("3") and JSON's 2.0, but would also read true as 1.
     if isinstance(value, bool):
         raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+def _cidr_text(value: Any) -> Any:
+    # Lax IPv4Network reads the number 7 as 0.0.0.7/32: a CIDR is written as text.
+    if not isinstance(value, (str, IPv4Network)):
+        raise PydanticCustomError("ip_v4_network", "not a CIDR")
     return value
 
 
@@ -109,6 +124,7 @@ def unique(item: Any, min_items: int = 0) -> Any:
 
 
 Flag = Annotated[StrictBool, BeforeValidator(_cli_boolean)]
+Cidr = Annotated[IPv4Network, BeforeValidator(_cidr_text)]
 Nodes = whole(0, 450)  # EKS CreateNodegroup (NodegroupScalingConfig)
 MaxNodes = whole(1, 450)
 GoDuration = Annotated[str, AfterValidator(_go_duration), Field(json_schema_extra={"format": "go-duration"})]
@@ -119,19 +135,28 @@ AlarmWindow = Annotated[
 ]
 
 
-def text(pattern: str, example: str) -> Any:
-    """Text matching ``pattern``; the example goes into the docs and into a refusal."""
-    return Annotated[str, Field(pattern=pattern, examples=[example])]
+def text(pattern: str, words: str, example: str) -> Any:
+    """Text matching ``pattern``, which ``words`` says plainly (schema key ``x-allowed``): the docs and
+    every refusal show the words and the example, never the expression."""
+    return Annotated[str, Field(pattern=pattern, examples=[example], json_schema_extra={"x-allowed": words})]
 
 
-SubnetId = text(r"^subnet-[0-9a-f]{8,17}$", "subnet-0123456789abcdef0")
-Namespace = text(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", "inference")
+SubnetId = text(
+    r"^subnet-[0-9a-f]{8,17}$",
+    "a subnet ID: subnet- and 8 to 17 lowercase hex digits",
+    "subnet-0123456789abcdef0",
+)
+Namespace = text(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", NAMESPACE_WORDS, "inference")
 IamPrincipal = text(
     r"^arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$",
+    "an IAM role or user ARN, arn:PARTITION:iam::ACCOUNT:role/NAME or :user/NAME (PARTITION aws, aws-cn "
+    "or aws-us-gov; ACCOUNT 12 digits), not an sts assumed-role session",
     "arn:aws:iam::123456789012:role/ci-deploy",
 )
 SnsTopic = text(
     r"^arn:aws(-cn|-us-gov)?:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$",
+    "an SNS topic ARN, arn:PARTITION:sns:REGION:ACCOUNT:TOPIC (PARTITION aws, aws-cn or aws-us-gov; "
+    "ACCOUNT 12 digits; TOPIC 1-256 letters, digits, '-' or '_', then .fifo or nothing)",
     "arn:aws:sns:us-west-2:123456789012:gpu-oncall",
 )
 SystemType = Literal[tuple(ARM_SYSTEM)]
@@ -159,13 +184,20 @@ class Section(BaseModel):
 
 
 class NetworkConfig(Section):
-    vpc_id: text(r"^vpc-[0-9a-f]{8,17}$", "vpc-0123456789abcdef0") | None = None
+    vpc_id: (
+        text(
+            r"^vpc-[0-9a-f]{8,17}$",
+            "a VPC ID: vpc- and 8 to 17 lowercase hex digits",
+            "vpc-0123456789abcdef0",
+        )
+        | None
+    ) = None
     """An existing VPC to use; then also privateSubnetIds (secret-capable)."""
     private_subnet_ids: unique(SubnetId, 2) = ()
     """Subnets of an existing VPC for the nodes, in two AZs or more."""
     public_subnet_ids: unique(SubnetId) = ()
     """Subnets of an existing VPC for internet load balancers."""
-    cidr: IPv4Network = IPv4Network("10.0.0.0/16")
+    cidr: Cidr = IPv4Network("10.0.0.0/16")
     """A new VPC's range, /16 to /28 (what AWS CreateVpc takes), holding a private /19 and a public /22 per AZ (checked)."""
     availability_zones: whole(2, 6) = 3
     """AZs of a new VPC."""
@@ -203,7 +235,7 @@ class EndpointConfig(Section):
     """The API endpoint inside the VPC."""
     public_access: Flag = True
     """The API endpoint on the internet (IAM authentication still applies)."""
-    public_access_cidrs: unique(IPv4Network, 1) = ()
+    public_access_cidrs: unique(Cidr, 1) = ()
     """Required while publicAccess is true: no silent 0.0.0.0/0 (secret-capable)."""
 
     @model_validator(mode="after")
@@ -315,10 +347,14 @@ class PlacementConfig(Section):
 
 
 class DevicePluginConfig(Section):
-    chart_version: text(CHART_VERSION, DEVICE_PLUGIN_CHART_VERSION) = DEVICE_PLUGIN_CHART_VERSION
+    chart_version: text(CHART_VERSION, CHART_VERSION_WORDS, DEVICE_PLUGIN_CHART_VERSION) = (
+        DEVICE_PLUGIN_CHART_VERSION
+    )
     """nvidia-device-plugin chart, pinned."""
     namespace: text(
-        r"^(?!default$|kube-system$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", "nvidia-device-plugin"
+        r"^(?!default$|kube-system$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        f"{NAMESPACE_WORDS}, not default or kube-system",
+        "nvidia-device-plugin",
     ) = "nvidia-device-plugin"
     """Its own namespace (the chart refuses default)."""
 
@@ -326,7 +362,7 @@ class DevicePluginConfig(Section):
 class AutoscalerConfig(Section):
     enabled: Flag = True
     """false declares no autoscaler resources at all; the pools keep the nodes they run and minSize/desiredSize size them."""
-    chart_version: text(CHART_VERSION, "9.59.0") = "9.59.0"
+    chart_version: text(CHART_VERSION, CHART_VERSION_WORDS, "9.59.0") = "9.59.0"
     """cluster-autoscaler chart, pinned; the image follows kubernetesVersion."""
     expander: Literal["least-waste", "priority", "random", "most-pods"] = "least-waste"
     """How it picks among equally ranked pools; when pools differ in node price, pods per node or capacity type, priority (cheapest node first, spot first among equals) goes in front."""
@@ -367,7 +403,11 @@ class PlatformConfig(Section):
     region: SkipJsonSchema[str]
     secret_keys: SkipJsonSchema[frozenset[str]] = frozenset()
     """Config keys set with ``--secret``: their values reach resources only as secret Outputs."""
-    cluster_name: text(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$", "eks-gpu-platform-dev")
+    cluster_name: text(
+        r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$",
+        "1-100 letters, digits, '-' or '_', the first a letter or digit (what EKS CreateCluster takes)",
+        "eks-gpu-platform-dev",
+    )
     """The EKS cluster's name; default <project>-<stack>."""
     kubernetes_version: Literal[SUPPORTED_KUBERNETES_VERSIONS] = DEFAULT_KUBERNETES_VERSION
     """EKS minor in standard support, a quoted string; a bump upgrades control plane, node groups, add-ons and autoscaler image."""
@@ -381,7 +421,12 @@ class PlatformConfig(Section):
     """The untainted node group for CoreDNS, the autoscaler and controllers."""
     gpu_pools: Annotated[
         dict[Annotated[str, Field(pattern=POOL_NAME)], GpuPoolConfig],
-        Field(default_factory=lambda: {"default": {}}, validate_default=True, min_length=1),
+        Field(
+            default_factory=lambda: {"default": {}},
+            validate_default=True,
+            min_length=1,
+            json_schema_extra={"propertyNames": {"x-allowed": POOL_NAME_WORDS}},  # the pattern is the key's
+        ),
     ]
     """GPU pools by name (not whole-gpus, the device plugin's default config): each a managed node group tainted and labelled by the contract, plus eks-gpu/pool=<name>."""
     placement: Annotated[PlacementConfig, _SECTION]
@@ -460,7 +505,9 @@ def resolve(node: Mapping[str, Any]) -> dict[str, Any]:
 def _schema_at(loc: tuple[Any, ...]) -> dict[str, Any]:
     node = resolve(json_schema())
     for part in loc:
-        if isinstance(part, int):
+        if part == "[key]":  # a map's key: what propertyNames says of it
+            node = node.get("propertyNames", {})
+        elif isinstance(part, int):
             node = resolve(node.get("items", {}))
         elif part in node.get("properties", {}):
             node = resolve(node["properties"][part])
@@ -469,26 +516,59 @@ def _schema_at(loc: tuple[Any, ...]) -> dict[str, Any]:
     return node
 
 
+def literal(value: Any) -> str:
+    """A value as the stack file writes it: booleans in lower case, text YAML would read as a number in quotes."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f'"{value}"' if isinstance(value, str) and value[:1].isdigit() else str(value)
+
+
+FORMATS = {
+    "ipv4network": ("an IPv4 CIDR block", ("10.0.0.0/16",)),
+    "go-duration": ("a Go duration", ("90s", "10m", "1h30m")),
+}
+BOUNDS = (("exclusiveMinimum", "above"), ("maximum", "up to"))
+
+
+def allowed(node: Mapping[str, Any], code: Any = literal) -> str:
+    """What a schema node accepts, in words: the configuration reference and every refusal say this.
+
+    ``code`` renders a value (the docs put it in backticks). Patterns are said by their
+    ``x-allowed`` words (:func:`text`), never as the expression.
+    """
+    if "enum" in node:
+        return "one of " + ", ".join(code(v) for v in node["enum"])
+    if node.get("type") == "array":
+        repeats = ", no repeats" if node.get("uniqueItems") else ""
+        return f"a list ({node.get('minItems', 0)} or more{repeats}), each {allowed(resolve(node['items']), code)}"
+    if node.get("type") == "integer":
+        return f"a whole number from {node['minimum']} to {node['maximum']}"
+    if node.get("type") == "boolean":
+        return f"{code(True)} or {code(False)}"
+    if "format" in node:
+        words, examples = FORMATS[node["format"]]
+        bounds = (f"{word} {code(node[k])}" for k, word in BOUNDS if k in node)
+        return ", ".join((f"{words} (e.g. {', '.join(code(e) for e in examples)})", *bounds))
+    if "x-allowed" in node:
+        return node["x-allowed"] + "".join(f", e.g. {code(e)}" for e in node.get("examples", [])[:1])
+    if "patternProperties" in node:
+        names = node["propertyNames"]["x-allowed"]
+        return f"a map of pool name to pool settings, at least {node['minProperties']} (a pool name: {names})"
+    if "properties" in node:
+        return "an object of settings (key: value)"
+    return ""
+
+
 # Known mistakes, and what to write instead: (key, value) patterns -> the hint added to the refusal.
 HINTS = {
     ("kubernetesVersion", r"1\.34"): "1.34 left EKS standard support on 2026-12-02: set 1.35 first",
     (r"clusterAdmins\[\d+\]", ".*:assumed-role/.*"): "an assumed-role session: give the role's ARN",
     ("gpuPools key .*", WHOLE_GPUS): f"{WHOLE_GPUS!r} is reserved: the device plugin's default config",
-    ("gpuPools key .*", ".*"): "a pool name is 1-32 letters, digits, '-' or '_', a letter or digit at "
-    "both ends (it becomes a node label value and part of a node group name)",
     ("gpuNodes", ".*"): "gpuNodes was replaced by gpuPools: {<name>: {the same fields, plus sharing}}",
     ("devicePlugin.namespace", "default|kube-system"): "the plugin needs its own namespace (the chart "
     "refuses 'default' unless allowDefaultNamespace; kube-system holds EKS's own agents)",
     (r"gpuPools\..*\.instanceTypes\[\d+\]", ".*"): "GPU pools run the Arm NVIDIA AMI "
     "(AL2023_ARM_64_NVIDIA), so only Arm NVIDIA (g5g) types; x86 GPU types cannot boot it",
-}
-
-
-# Pydantic's words for a wrong type, in the stack file's terms.
-TYPE_MESSAGES = {
-    "tuple_type": "Input should be a list",
-    "model_type": "Input should be an object (key: value settings)",
-    "dict_type": "Input should be an object (key: value settings)",
 }
 
 
@@ -499,26 +579,25 @@ def _setting(loc: tuple[Any, ...]) -> str:
 
 
 def _message(error: Mapping[str, Any]) -> str:
-    """One refusal: the key as the stack file spells it, pydantic's message, the value, a hint if known."""
+    """One refusal: the key as the stack file spells it, what it allows in words (:func:`allowed`, the
+    words of the configuration reference), the value given, a hint if known. Pydantic's own text only
+    names the constraint, as a regular expression for a pattern, so it is not shown."""
     loc = tuple(error["loc"])
     setting, kind = _setting(loc), error["type"]
+    if loc[-1:] == ("[key]",):  # a map's key: the words are the map's, not its value's
+        loc = (*loc[:-2], "[key]")
     if kind == "extra_forbidden":
-        allowed = list(_schema_at(loc[:-1]).get("properties", {}))
-        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        known = list(_schema_at(loc[:-1]).get("properties", {}))
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
         hint = f" (did you mean {_setting((*loc[:-1], close[0]))}?)" if close else ""
-        message = f"unknown setting {setting}{hint}; allowed: {', '.join(allowed)}"
+        message = f"unknown setting {setting}{hint}; allowed: {', '.join(known)}"
     elif kind == "missing":
         message = f"{setting} is required"
     elif kind == "value_error":  # our own checks: the message continues the key
         text = str(error["ctx"]["error"])
         message = (setting + (text if text[:1] in ".:" else f" {text}")).lstrip(".: ")
-    else:
-        text = TYPE_MESSAGES.get(kind, error["msg"])
-        got = "" if ", got" in text else f", got {error['input']!r}"
-        message = f"{setting}: {text}{got}"
-        examples = _schema_at(loc).get("examples") if kind == "string_pattern_mismatch" else None
-        if examples:
-            message += f"; e.g. {examples[0]}"
+    else:  # a wrong type or a value outside a declared constraint
+        message = f"{setting} must be {allowed(_schema_at(loc)) or 'text'}, got {error['input']!r}"
     for (key, value), hint in HINTS.items():
         if re.fullmatch(key, setting) and re.fullmatch(value, str(error.get("input")), re.S):
             return f"{message}; {hint}"

@@ -11,45 +11,22 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from infra.platform.config import json_schema, resolve
+from infra.platform.config import allowed, json_schema, literal, resolve
 
 CONFIGURATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
 # Defaults the stack supplies, and checks the placement contract makes (infra/workloads/placement.py).
 DOC_DEFAULTS = {"clusterName": "`<project>-<stack>`"}
 DOC_ALLOWED = {"placement.key": "label key syntax", "placement.value": "label value syntax, a string"}
-FORMATS = {"ipv4network": "IPv4 CIDR", "go-duration": "Go duration (`90s`, `10m`, `1h30m`)"}
-BOUNDS = (("exclusiveMinimum", "above"), ("maximum", "up to"))
-
-
-def allowed(node: Mapping[str, Any]) -> str:
-    """What a schema node accepts, in a few words."""
-    if "enum" in node:
-        return ", ".join(_code(v) for v in node["enum"])
-    if node.get("type") == "array":
-        repeats = ", no repeats" if node.get("uniqueItems") else ""
-        return f"list ({node.get('minItems', 0)}+{repeats}) of {allowed(resolve(node['items']))}"
-    if node.get("type") == "integer":
-        return f"whole number {node['minimum']}-{node['maximum']}"
-    if node.get("type") == "boolean":
-        return "true / false"
-    if "format" in node:
-        bounds = (f"{word} `{node[k]}`" for k, word in BOUNDS if k in node)
-        return ", ".join((FORMATS[node["format"]], *bounds))
-    if "pattern" in node:
-        return f"`{node['pattern']}`".replace("|", "\\|") + f", e.g. `{node['examples'][0]}`"
-    return ""
 
 
 def _code(value: Any) -> str:
-    """A value as the stack file writes it: text that YAML would read as a number in quotes."""
+    """A value as the stack file writes it, in backticks (a list in brackets; nothing for none)."""
     if value is None or isinstance(value, dict):
         return ""
     if isinstance(value, list):
         return f"`[{', '.join(value)}]`"
-    if isinstance(value, bool):
-        return f"`{str(value).lower()}`"
-    return f'`"{value}"`' if isinstance(value, str) and value[:1].isdigit() else f"`{value}`"
+    return f"`{literal(value)}`"
 
 
 def _rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str, str, str]]:
@@ -57,14 +34,20 @@ def _rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, st
         key, node = f"{prefix}{name}", resolve(field)
         what = node["description"]
         if "patternProperties" in node:  # a map of named sections: gpuPools.<pool>
-            yield key, "", "map of pool name to the fields below", what
+            names = node["propertyNames"]["x-allowed"]
+            yield key, "", f"map of pool name ({names}) to the fields below", what
             yield from _rows(resolve(next(iter(node["patternProperties"].values()))), f"{key}.<pool>.")
         elif "properties" in node:
             yield key, "", "object", what
             yield from _rows(node, f"{key}.")
         else:
             default = DOC_DEFAULTS.get(key) or ("(required)" if name in schema.get("required", ()) else "")
-            yield key, default or _code(node.get("default")), DOC_ALLOWED.get(key) or allowed(node), what
+            yield (
+                key,
+                default or _code(node.get("default")),
+                DOC_ALLOWED.get(key) or allowed(node, _code),
+                what,
+            )
 
 
 def reference() -> str:

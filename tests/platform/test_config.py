@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.platform.config import ConfigError, GpuPoolConfig, load
+from infra.platform.config import ConfigError, GpuPoolConfig, PlatformConfig, json_schema, load, resolve
 from infra.platform.network import subnet_layout
+from tests.platform.test_config_docs import _keys
 
 ROOT = Path(__file__).resolve().parents[2]
 OK_ENDPOINT = {"publicAccessCidrs": ["203.0.113.0/24"]}
@@ -60,20 +61,20 @@ def test_numbers_and_booleans_given_as_text_are_read() -> None:
 
 
 BAD = [
-    ({"kubernetesVersion": "1.20"}, "kubernetesVersion: Input should be '1.35' or '1.36', got '1.20'"),
-    ({"kubernetesVersion": 1.35}, "kubernetesVersion: Input should be '1.35' or '1.36', got 1.35"),
+    ({"kubernetesVersion": "1.20"}, 'kubernetesVersion must be one of "1.35", "1.36", got \'1.20\''),
+    ({"kubernetesVersion": 1.35}, 'kubernetesVersion must be one of "1.35", "1.36", got 1.35'),
     ({"kubernetesVersion": "1.34"}, "1.34 left EKS standard support on 2026-12-02"),
     (
         {"gpuPools": {"gpu": {"instanceTypes": ["g5.xlarge"]}}},
-        "gpuPools.gpu.instanceTypes[0]: Input should be 'g5g.xlarge', 'g5g.2xlarge'",
+        "gpuPools.gpu.instanceTypes[0] must be one of g5g.xlarge, g5g.2xlarge,",
     ),
     (
         {"gpuPools": {"gpu": {"instanceTypes": ["p6e-gb200.36xlarge"]}}},
-        "or 'g5g.metal', got 'p6e-gb200.36xlarge'",
+        "g5g.16xlarge, g5g.metal, got 'p6e-gb200.36xlarge'",
     ),
     (
         {"gpuPools": {"gpu": {"instanceTypes": []}}},
-        "gpuPools.gpu.instanceTypes: Tuple should have at least 1 item",
+        "gpuPools.gpu.instanceTypes must be a list (1 or more, no repeats), each one of g5g.xlarge",
     ),
     ({"gpuPools": {"gpu": {"instanceTypes": ["g5g.xlarge", "g5g.xlarge"]}}}, "lists an item twice"),
     (
@@ -91,19 +92,19 @@ BAD = [
     ),
     (
         {"gpuPools": {"gpu": {"minSize": -1}}},
-        "gpuPools.gpu.minSize: Input should be greater than or equal to 0, got -1",
+        "gpuPools.gpu.minSize must be a whole number from 0 to 450, got -1",
     ),
     (
         {"gpuPools": {"gpu": {"maxSize": True}}},
-        "gpuPools.gpu.maxSize: Input should be a valid integer, got True",
+        "gpuPools.gpu.maxSize must be a whole number from 1 to 450, got True",
     ),
     (
         {"gpuPools": {"gpu": {"diskSizeGiB": 30}}},
-        "gpuPools.gpu.diskSizeGiB: Input should be greater than or equal to 50, got 30",
+        "gpuPools.gpu.diskSizeGiB must be a whole number from 50 to 16384, got 30",
     ),
     (
         {"gpuPools": {"gpu": {"capacityType": "spot"}}},
-        "gpuPools.gpu.capacityType: Input should be 'ON_DEMAND' or 'SPOT', got 'spot'",
+        "gpuPools.gpu.capacityType must be one of ON_DEMAND, SPOT, got 'spot'",
     ),
     (
         {"gpuPools": {"gpu": {"instanceType": "g5g.xlarge"}}},
@@ -111,23 +112,26 @@ BAD = [
     ),
     (
         {"systemNodes": {"instanceTypes": ["m5.large"]}},
-        "systemNodes.instanceTypes[0]: Input should be 't4g.medium'",
+        "systemNodes.instanceTypes[0] must be one of t4g.medium,",
     ),
-    ({"systemNodes": {"instanceTypes": ["g5g.xlarge"]}}, "or 'c7g.large', got 'g5g.xlarge'"),
+    ({"systemNodes": {"instanceTypes": ["g5g.xlarge"]}}, "m8g.large, c7g.large, got 'g5g.xlarge'"),
     ({"gpuPool": {}}, "unknown setting gpuPool (did you mean gpuPools?)"),
     ({"placement": {"key": "GPU", "value": True}}, 'write "true" in quotes'),
     ({"placement": {"key": "kubernetes.io/gpu"}}, "EKS refuses"),
     ({"placement": {"effect": "NoExecute"}}, "unknown setting placement.effect"),
     (
         {"devicePlugin": {"chartVersion": "latest"}},
-        "devicePlugin.chartVersion: String should match pattern '^\\d+\\.\\d+\\.\\d+$', got 'latest'; e.g. 0.19.3",
+        "devicePlugin.chartVersion must be a release version: three numbers joined by dots, no v and no range, e.g. \"0.19.3\", got 'latest'",
     ),
     (
         {"devicePlugin": {"namespace": "default"}},
-        "devicePlugin.namespace: String should match pattern '^(?!default$|kube-system$)",
+        "devicePlugin.namespace must be a namespace name: 1-63 lowercase letters, digits or '-', a letter or digit at both ends, not default or kube-system, e.g. nvidia-device-plugin, got 'default'",
     ),
     ({"devicePlugin": {"namespace": "default"}}, "the chart refuses 'default' unless allowDefaultNamespace"),
-    ({"devicePlugin": {"namespace": "Bad_NS"}}, "devicePlugin.namespace: String should match pattern"),
+    (
+        {"devicePlugin": {"namespace": "Bad_NS"}},
+        "not default or kube-system, e.g. nvidia-device-plugin, got 'Bad_NS'",
+    ),
     (
         {"endpoint": {"publicAccess": True}},
         "endpoint.publicAccessCidrs is required while endpoint.publicAccess is true",
@@ -140,11 +144,11 @@ BAD = [
     ({"endpoint": {"publicAccessCidrs": ["203.0.113.5"]}}, None),  # a bare address is a /32: allowed
     (
         {"endpoint": {"publicAccessCidrs": ["203.0.113.1/24"]}},
-        "endpoint.publicAccessCidrs[0]: Input is not a valid IPv4 network",
+        "endpoint.publicAccessCidrs[0] must be an IPv4 CIDR block (e.g. \"10.0.0.0/16\"), got '203.0.113.1/24'",
     ),
     (
         {"endpoint": {"publicAccess": "yes", **OK_ENDPOINT}},
-        "endpoint.publicAccess: Input should be a valid boolean, got 'yes'",
+        "endpoint.publicAccess must be true or false, got 'yes'",
     ),
     ({"network": {"cidr": "10.0.0.0/24"}}, "cannot hold 3 private /19 and 3 public /22 subnets"),
     ({"network": {"cidr": "10.0.0.0/18", "availabilityZones": 2}}, "use a /17 or larger"),
@@ -156,25 +160,25 @@ BAD = [
     ({"network": {"cidr": "10.0.0.0/17"}}, None),  # 3 AZs fit a /17
     (
         {"network": {"cidr": "fd00::/56"}},
-        "network.cidr: Input is not a valid IPv4 network, got 'fd00::/56'",
+        "network.cidr must be an IPv4 CIDR block",
     ),
     (
         {"endpoint": {"publicAccessCidrs": ["2001:db8::/32"]}},
-        "endpoint.publicAccessCidrs[0]: Input is not a valid IPv4 network",
+        "endpoint.publicAccessCidrs[0] must be an IPv4 CIDR block (e.g. \"10.0.0.0/16\"), got '2001:db8::/32'",
     ),
     (
         {"network": {"availabilityZones": 1}},
-        "network.availabilityZones: Input should be greater than or equal to 2, got 1",
+        "network.availabilityZones must be a whole number from 2 to 6, got 1",
     ),
-    ({"network": {"natGateways": "None"}}, "network.natGateways: Input should be 'Single' or 'OnePerAz'"),
+    ({"network": {"natGateways": "None"}}, "network.natGateways must be one of Single, OnePerAz, got 'None'"),
     ({"network": {"vpcId": "vpc-0123456789abcdef0"}}, "needs both vpcId and privateSubnetIds"),
     (
         {"network": {"vpcId": "my-vpc", "privateSubnetIds": ["subnet-0aaaaaaa", "subnet-0bbbbbbb"]}},
-        "network.vpcId: String should match pattern '^vpc-[0-9a-f]{8,17}$', got 'my-vpc'",
+        "network.vpcId must be a VPC ID: vpc- and 8 to 17 lowercase hex digits, e.g. vpc-0123456789abcdef0, got 'my-vpc'",
     ),
     (
         {"network": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-0aaaaaaa"]}},
-        "network.privateSubnetIds: Tuple should have at least 2 items",
+        "network.privateSubnetIds must be a list (2 or more, no repeats), each a subnet ID",
     ),
     (
         {
@@ -186,26 +190,29 @@ BAD = [
         },
         "not both",
     ),
-    ({"network": "10.0.0.0/16"}, "network: Input should be an object (key: value settings)"),
-    ({"production": "maybe"}, "production: Input should be a valid boolean"),
+    ({"network": "10.0.0.0/16"}, "network must be an object of settings (key: value), got '10.0.0.0/16'"),
+    ({"production": "maybe"}, "production must be true or false, got 'maybe'"),
     (
         {"clusterName": "has space"},
-        "clusterName: String should match pattern '^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$'",
+        "clusterName must be 1-100 letters, digits, '-' or '_', the first a letter or digit",
     ),
     # What CreateNodegroup refuses: maxSize 0 (NodegroupScalingConfig.maxSize >= 1).
     (
         {"gpuPools": {"gpu": {"maxSize": 0}}},
-        "gpuPools.gpu.maxSize: Input should be greater than or equal to 1, got 0",
+        "gpuPools.gpu.maxSize must be a whole number from 1 to 450, got 0",
     ),
     (
         {"systemNodes": {"maxSize": 0, "minSize": 0}},
-        "systemNodes.maxSize: Input should be greater than or equal to 1, got 0",
+        "systemNodes.maxSize must be a whole number from 1 to 450, got 0",
     ),
-    ({"gpuPools": {"gpu": {"maxSize": 2.5}}}, "gpuPools.gpu.maxSize: Input should be a valid integer"),
+    (
+        {"gpuPools": {"gpu": {"maxSize": 2.5}}},
+        "gpuPools.gpu.maxSize must be a whole number from 1 to 450, got 2.5",
+    ),
     # Wrong types at any depth.
     (
         {"gpuPools": {"gpu": {"sharing": {"timeSlicing": {"replicas": "four"}}}}},
-        "gpuPools.gpu.sharing.timeSlicing.replicas: Input should be a valid integer, unable to parse",
+        "gpuPools.gpu.sharing.timeSlicing.replicas must be a whole number from 2 to 16, got 'four'",
     ),
     (
         {"gpuPools": {"gpu": {"sharing": {"timeSlicing": {}}}}},
@@ -215,29 +222,35 @@ BAD = [
         {"gpuPools": {"gpu": {"sharing": {"timeslicing": {"replicas": 2}}}}},
         "did you mean gpuPools.gpu.sharing.timeSlicing?",
     ),
-    ({"gpuPools": {"gpu": "g5g.xlarge"}}, "gpuPools.gpu: Input should be an object (key: value settings)"),
-    ({"gpuPools": ["gpu"]}, "gpuPools: Input should be an object (key: value settings)"),
+    (
+        {"gpuPools": {"gpu": "g5g.xlarge"}},
+        "gpuPools.gpu must be an object of settings (key: value), got 'g5g.xlarge'",
+    ),
+    ({"gpuPools": ["gpu"]}, "gpuPools must be a map of pool name to pool settings, at least 1"),
     (
         {"endpoint": {"publicAccessCidrs": "203.0.113.0/24"}},
-        "endpoint.publicAccessCidrs: Input should be a list",
+        "endpoint.publicAccessCidrs must be a list (1 or more, no repeats), each an IPv4 CIDR block",
     ),
     # Pools (issue 12).
     ({"gpuNodes": {"instanceTypes": ["g5g.xlarge"]}}, "gpuNodes was replaced by gpuPools"),
-    ({"gpuPools": {}}, "gpuPools: Dictionary should have at least 1 item"),
+    (
+        {"gpuPools": {}},
+        "gpuPools must be a map of pool name to pool settings, at least 1 (a pool name: 1-32 letters",
+    ),
     (
         {"gpuPools": {"Inference Pool": {}}},
-        "gpuPools key 'Inference Pool': String should match pattern",
+        "gpuPools key 'Inference Pool' must be 1-32 letters, digits, '-' or '_', a letter or digit at both ends",
     ),
     (
         {"gpuPools": {"a.b": {}}},
-        "a pool name is 1-32 letters, digits, '-' or '_'",
+        "gpuPools key 'a.b' must be 1-32 letters, digits, '-' or '_'",
     ),  # EKS node group names take no '.'
-    ({"gpuPools": {"p" * 33: {}}}, "a pool name is 1-32"),  # gpu-<pool>- is capped at 37 characters
+    ({"gpuPools": {"p" * 33: {}}}, "must be 1-32 letters"),  # gpu-<pool>- is capped at 37 characters
     # The device plugin's default config is named whole-gpus; a shared pool's config takes the pool's
     # name, so a pool called that would overwrite the default every unshared node runs (issue 19).
     (
         {"gpuPools": {"whole-gpus": {"sharing": {"timeSlicing": {"replicas": 2}}}}},
-        "gpuPools key 'whole-gpus': String should match pattern '^(?!whole-gpus$)",
+        "gpuPools key 'whole-gpus' must be 1-32 letters, digits, '-' or '_', a letter or digit at both ends, not whole-gpus",
     ),
     (
         {"gpuPools": {"whole-gpus": {}}},
@@ -245,11 +258,11 @@ BAD = [
     ),
     (
         {"gpuPools": {"gpu": {"sharing": {"timeSlicing": {"replicas": 1}}}}},
-        "gpuPools.gpu.sharing.timeSlicing.replicas: Input should be greater than or equal to 2, got 1",
+        "gpuPools.gpu.sharing.timeSlicing.replicas must be a whole number from 2 to 16, got 1",
     ),
     (
         {"gpuPools": {"gpu": {"sharing": {"timeSlicing": {"replicas": 64}}}}},
-        "replicas: Input should be less than or equal to 16, got 64",
+        "replicas must be a whole number from 2 to 16, got 64",
     ),
     (
         {"gpuPools": {"gpu": {"instanceTypes": ["g5g.xlarge", "g5g.16xlarge"]}}},
@@ -261,12 +274,15 @@ BAD = [
     ({"clusterAdmins": ["arn:aws:iam::123456789012:role/ci-deploy"]}, None),
     (
         {"clusterAdmins": "arn:aws:iam::123456789012:role/ci-deploy"},
-        "clusterAdmins: Input should be a list",
+        "clusterAdmins must be a list (0 or more, no repeats), each an IAM role or user ARN",
     ),
-    ({"clusterAdmins": ["ci-deploy"]}, "clusterAdmins[0]: String should match pattern"),
+    (
+        {"clusterAdmins": ["ci-deploy"]},
+        "clusterAdmins[0] must be an IAM role or user ARN, arn:PARTITION:iam::ACCOUNT:role/NAME",
+    ),
     (
         {"clusterAdmins": ["arn:aws:sts::123456789012:assumed-role/ci-deploy/session"]},
-        "got 'arn:aws:sts::123456789012:assumed-role/ci-deploy/session'; e.g. arn:aws:iam::123456789012:role/ci-deploy; "
+        "e.g. arn:aws:iam::123456789012:role/ci-deploy, got 'arn:aws:sts::123456789012:assumed-role/ci-deploy/session'; "
         "an assumed-role session: give the role's ARN",
     ),
     (
@@ -323,3 +339,73 @@ def test_secret_settings_are_supported_only_where_they_can_stay_secret() -> None
 def test_region_is_required() -> None:
     with pytest.raises(ConfigError, match="aws:region is required"):
         load({}, region=None, default_cluster_name="x")
+
+
+# Every refusal in words (issue 26, item 4): every key the models accept, a value of the wrong type and
+# one outside its constraint, and no message may fall back on pydantic's stock text or a regex.
+STOCK = ("should match pattern", "Input should be", "valid boolean", "valid integer", "should have at least")
+REGEX = ("^", "\\d", "$", "(?!", "{0,")
+POOL = "inference"
+
+
+def _schema_node(key: str) -> dict:
+    node = resolve(json_schema())
+    for part in key.split("."):
+        node = resolve(
+            next(iter(node["patternProperties"].values())) if part == "<pool>" else node["properties"][part]
+        )
+    return node
+
+
+def _bad_values(node: dict) -> list:
+    """A value of the wrong type and values outside the node's constraint."""
+    if node.get("type") == "integer":
+        return ["many", True, node["minimum"] - 1, node["maximum"] + 1]
+    if node.get("type") == "boolean":
+        return [3, "maybe"]
+    if node.get("type") == "array":
+        return [7, [] if node.get("minItems") else ["Not valid!"]]
+    if "properties" in node or "patternProperties" in node:
+        return ["x", [1]]
+    if node.get("format") == "ipv4network":
+        return [12345, "10.0.0.0/33"]
+    if node.get("format") == "go-duration":
+        return [12345, "ten minutes"]
+    return [12345, {"a": 1}, "Not valid!"]  # text: enum, pattern, or the contract's label syntax
+
+
+def _raw(key: str, value: object) -> dict:
+    raw: dict = {"endpoint": dict(OK_ENDPOINT)} if not key.startswith("endpoint.") else {}
+    *parents, last = key.replace("<pool>", POOL).split(".")
+    here = raw
+    for part in parents:
+        here = here.setdefault(part, {})
+    here[last] = value
+    return raw
+
+
+CASES = [
+    (key, value) for key in sorted(set(_keys(PlatformConfig))) for value in _bad_values(_schema_node(key))
+]
+
+
+@pytest.mark.parametrize(("key", "value"), CASES, ids=[f"{k}={v!r}" for k, v in CASES])
+def test_every_refusal_says_what_is_allowed_in_words_with_the_key_and_the_value(
+    key: str, value: object
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _load(**_raw(key, value))
+    message = str(caught.value)
+    given = [value, *value] if isinstance(value, list) else [value]  # a list's item may be the one refused
+    assert key.replace("<pool>", POOL) in message and any(repr(v) in message for v in given), message
+    assert not any(phrase in message for phrase in STOCK), message
+    assert not any(char in message for char in REGEX), message
+
+
+@pytest.mark.parametrize("name", ["Inference Pool", "a.b", "p" * 33, "whole-gpus"])
+def test_a_bad_pool_name_is_refused_in_words(name: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _load(gpuPools={name: {}})
+    message = str(caught.value)
+    assert f"gpuPools key {name!r}" in message and "1-32 letters, digits, '-' or '_'" in message
+    assert not any(phrase in message for phrase in STOCK) and "^" not in message

@@ -438,7 +438,7 @@ def test_bad_config_declares_nothing(tmp_path: Path) -> None:
     from infra.platform.config import ConfigError
 
     with pytest.raises(
-        ConfigError, match=r"gpuPools\.a\.instanceTypes\[0\]: Input should be 'g5g\.xlarge'.*got 'g5\.xlarge'"
+        ConfigError, match=r"gpuPools\.a\.instanceTypes\[0\] must be one of g5g\.xlarge, .*got 'g5\.xlarge'"
     ):
         run_project(tmp_path, "bad")
 

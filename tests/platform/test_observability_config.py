@@ -64,17 +64,20 @@ def test_a_day_is_the_longest_alarm_and_is_1440_one_minute_periods() -> None:
         ),
         (
             {"alarms": {"snsTopicArn": "gpu-oncall"}},
-            "observability.alarms.snsTopicArn: String should match pattern '^arn:aws(-cn|-us-gov)?:sns:",
+            "observability.alarms.snsTopicArn must be an SNS topic ARN, arn:PARTITION:sns:REGION:ACCOUNT:TOPIC",
         ),
         (
             {"alarms": {"snsTopicArn": "arn:aws:sqs:us-west-2:123456789012:q"}},
-            "got 'arn:aws:sqs:us-west-2:123456789012:q'; e.g. arn:aws:sns:us-west-2:123456789012:gpu-oncall",
+            "e.g. arn:aws:sns:us-west-2:123456789012:gpu-oncall, got 'arn:aws:sqs:us-west-2:123456789012:q'",
         ),
         (
             {"containerLog": True},
             "unknown setting observability.containerLog (did you mean observability.containerLogs?)",
         ),
-        ({"gpuNamespaces": ["ML"]}, "observability.gpuNamespaces[0]: String should match pattern"),
+        (
+            {"gpuNamespaces": ["ML"]},
+            "observability.gpuNamespaces[0] must be a namespace name: 1-63 lowercase letters",
+        ),
         (
             {"alarms": {"gpuPodPendingFor": "25h"}},
             "observability.alarms.gpuPodPendingFor must be more than 0s and at most 24h: CloudWatch refuses an alarm whose "

@@ -118,7 +118,7 @@ def test_a_broken_config_fails_naming_the_key(tmp_path: Path, capsys) -> None:
         "config:\n  aws:region: us-west-2\n  eks-gpu-platform:kubernetesVersion: '1.20'\n"
     )
     assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project", str(project)]) == 1
-    assert "error: kubernetesVersion: Input should be '1.35' or '1.36'" in capsys.readouterr().err
+    assert 'error: kubernetesVersion must be one of "1.35", "1.36"' in capsys.readouterr().err
 
 
 def test_another_device_plugin_version_is_not_shown_as_the_pinned_render(tmp_path: Path, capsys) -> None:
@@ -160,7 +160,7 @@ def test_a_failing_project_stops_the_preview_where_it_fails(tmp_path: Path) -> N
     out = tmp_path / "out"
     result = _cli("--stack", "dev", "--out", str(out), "--project", str(broken), "--project", str(fine))
     assert result.returncode == 1
-    assert "error: kubernetesVersion: Input should be '1.35' or '1.36'" in result.stderr
+    assert 'error: kubernetesVersion must be one of "1.35", "1.36"' in result.stderr
     assert "[2/2]" not in result.stderr  # the second project is never run
     assert result.stdout == ""
     assert not out.exists()
