@@ -18,6 +18,18 @@ from infra.platform.config import ConfigError, GpuPoolConfig, PlatformConfig
 # 18 timestamp digits and an 8-hex-digit counter (helper/id/id.go).
 UNIQUE_SUFFIX = "[0-9]{18}[0-9a-f]{8}"
 
+# Every EKS NodegroupStatus (botocore data/eks/2017-11-01/service-2.json) -> whether a group in it
+# runs nodes whose desired size must be kept; tests fail when botocore adds a status not listed here.
+RUNS_NODES = {
+    "ACTIVE": True,
+    "UPDATING": True,  # a config or version update on a running group: its nodes keep running
+    "DEGRADED": True,  # running, with health issues (DescribeNodegroup health): its nodes still run pods
+    "CREATING": True,  # its ASG is coming up at this desired size (an interrupted replacement, say)
+    "DELETING": False,  # its nodes are being drained and terminated: it sizes nothing any more
+    "CREATE_FAILED": False,  # never ran (or no longer runs) the nodes it was asked for
+    "DELETE_FAILED": False,  # removal was asked for and is stuck; the pool's live group is another one
+}
+
 
 def node_group_name_prefix(pool: str) -> str:
     return f"gpu-{pool}-"
@@ -31,7 +43,9 @@ def owns(pool: str, node_group_name: str) -> bool:
 def live_desired_sizes(cluster_name: str, pools: Iterable[str]) -> dict[str, tuple[str, int]]:
     """Each pool's node group and its desired size as EKS reports them now; pools without one are absent.
 
-    Two groups of one pool (a replacement under way) give the larger size.
+    Only groups that run nodes count (:data:`RUNS_NODES`; a status EKS adds later counts, as
+    never lowering a size is the safe side): a failed or deleted replacement must not size
+    the next ``up``. Two running groups of one pool (a replacement under way) give the larger size.
     """
     if cluster_name not in (aws.eks.get_clusters().names or []):
         return {}
@@ -40,8 +54,10 @@ def live_desired_sizes(cluster_name: str, pools: Iterable[str]) -> dict[str, tup
     for pool in pools:
         found = []
         for name in sorted(g for g in groups if owns(pool, g)):
-            scaling = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=name).scaling_configs
-            found.append((int(scaling[0].desired_size) if scaling else 0, name))
+            group = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=name)
+            if RUNS_NODES.get(group.status, True):
+                scaling = group.scaling_configs
+                found.append((int(scaling[0].desired_size) if scaling else 0, name))
         if found:
             size, group = max(found)
             sizes[pool] = (group, size)

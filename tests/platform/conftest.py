@@ -35,10 +35,10 @@ def dev_variant(tmp_path: Path, edits: Mapping[str, str], stack: str = "dev") ->
 
 
 @pytest.fixture
-def live(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
-    """EKS as the program reads it: node group name -> desired size (the autoscaler's), in the dev (or
-    prod) stack's cluster. Empty: no cluster yet."""
-    groups: dict[str, int] = {}
+def live(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    """EKS as the program reads it: node group name -> desired size (the autoscaler's), or (size, EKS
+    status) for a group not ACTIVE, in the dev (or prod) stack's cluster. Empty: no cluster yet."""
+    groups: dict[str, Any] = {}
     answer = offline._call
 
     def call(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,8 +47,9 @@ def live(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
         if token == "aws:eks/getNodeGroups:getNodeGroups":
             return {"names": sorted(groups)}
         if token == "aws:eks/getNodeGroup:getNodeGroup":
-            size = groups[args["nodeGroupName"]]
-            return {"scalingConfigs": [{"desiredSize": size, "minSize": 0, "maxSize": 450}]}
+            given = groups[args["nodeGroupName"]]
+            size, status = given if isinstance(given, tuple) else (given, "ACTIVE")
+            return {"scalingConfigs": [{"desiredSize": size, "minSize": 0, "maxSize": 450}], "status": status}
         return answer(token, args)
 
     monkeypatch.setattr(offline, "_call", call)

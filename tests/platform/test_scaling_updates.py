@@ -30,12 +30,14 @@ import yaml
 from botocore.validate import ParamValidator
 
 from infra.platform.config import ConfigError
+from infra.platform.pool_sizes import RUNS_NODES
 from infra.tooling.offline import Run, run_project
 from tests.platform.conftest import CLUSTER, ROOT, SUFFIX, dev_variant
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 INFERENCE = f"gpu-inference-{SUFFIX}"
 TRAINING = f"gpu-training-{SUFFIX}"
+OTHER_SUFFIX = "2026120309000000000000000b"  # a second group of the pool (a replacement)
 
 
 @pytest.fixture(scope="module")
@@ -220,3 +222,45 @@ def test_the_system_group_is_pulumis_alone(dev: Run) -> None:
     assert system.ignore_changes == []
     request = pulumi_up(system.inputs, system.inputs, _scaling(system.inputs, maxSize=4), _refresh_always())
     assert _accepted(request) == {"minSize": 2, "maxSize": 4, "desiredSize": 2}
+
+
+# Issue 26, item 7: which groups' sizes a pool keeps, for every status EKS reports (botocore's model).
+KEEPS_ITS_SIZE = {
+    "ACTIVE": True,
+    "UPDATING": True,
+    "DEGRADED": True,
+    "CREATING": True,
+    "DELETING": False,
+    "CREATE_FAILED": False,
+    "DELETE_FAILED": False,
+}
+
+
+def _eks_statuses() -> list[str]:
+    model = botocore.session.get_session().get_service_model("eks")
+    return list(model.shape_for("NodegroupStatus").enum)
+
+
+def test_every_node_group_status_of_the_eks_api_is_classified() -> None:
+    """A status a botocore bump adds fails here until pool_sizes.RUNS_NODES (and this table) classify it."""
+    assert set(_eks_statuses()) == set(RUNS_NODES) == set(KEEPS_ITS_SIZE)
+
+
+@pytest.mark.parametrize("status", _eks_statuses())
+def test_a_pool_keeps_the_size_of_a_group_only_while_that_group_runs_nodes(
+    live: dict, tmp_path: Path, status: str
+) -> None:
+    """A replacement that failed or is being deleted must not size the next up; the running group does."""
+    live.update({f"gpu-inference-{OTHER_SUFFIX}": (2, status), INFERENCE: 1, TRAINING: 0})
+    after = dev_variant(tmp_path, {})
+    sent = after.one(NODE_GROUP, "gpu-platform-gpu-inference").inputs["scalingConfig"]["desiredSize"]
+    assert sent == (2 if KEEPS_ITS_SIZE.get(status) else 1)
+
+
+@pytest.mark.parametrize("status", ["DELETING", "CREATE_FAILED", "DELETE_FAILED"])
+def test_a_pool_whose_only_group_runs_no_nodes_starts_at_its_initial_size(
+    live: dict, tmp_path: Path, status: str
+) -> None:
+    live.update({INFERENCE: (2, status), TRAINING: 0})
+    after = dev_variant(tmp_path, {})
+    assert after.one(NODE_GROUP, "gpu-platform-gpu-inference").inputs["scalingConfig"]["desiredSize"] == 0
