@@ -17,11 +17,10 @@ from typing import Any
 
 from infra.platform.addons import CLOUDWATCH_ADDON
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
-from infra.platform.node_pools import SYSTEM_LABELS, TEMPLATE
-from infra.tooling import chart_models
+from infra.platform.node_pools import SYSTEM_LABELS
+from infra.tooling import chart_models, node_group_props
 from infra.tooling.manifests import HELM_RELEASE_TYPE as HELM_RELEASE
-from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
-from infra.workloads.quantity import whole_count
+from infra.workloads.placement import POOL_LABEL, Placement
 from infra.workloads.scheduling import Node, fits, gpu_limit, tolerates
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -91,7 +90,7 @@ def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
     Instance types first: when they show a GPU, an ``amiType`` not known yet (a custom
     AMI in the launch template leaves it to AWS) does not stop the check.
     """
-    if any(is_gpu_instance_type(t) for t in props.get("instanceTypes") or []):
+    if any(is_gpu_instance_type(t) for t in node_group_props.instance_types(props)):
         return True
     ami_type = props.get("amiType")
     return isinstance(ami_type, str) and bool(GPU_AMI_WORDS & set(ami_type.upper().split("_")))
@@ -103,17 +102,17 @@ def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
     A pool's ``nvidia.com/gpu`` is what its node group tells the autoscaler
     (``node-template/resources``: GPUs x time-slicing replicas), else the type's GPUs.
     """
-    advertised = (props.get("tags") or {}).get(f"{TEMPLATE}/resources/{GPU_RESOURCE}")
+    advertised = node_group_props.advertised_gpus(props)
     return tuple(
         Node.from_node_group(
             f"{name}/{t}",
-            labels=props.get("labels") or {},
-            eks_taints=props.get("taints") or [],
+            labels=node_group_props.labels(props),
+            eks_taints=node_group_props.taints(props),
             instance_type=t,
             arch="arm64" if t in ARM_NVIDIA or t in ARM_SYSTEM else "amd64",
-            gpus=whole_count(advertised) if advertised else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
+            gpus=advertised if advertised is not None else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
         )
-        for t in props.get("instanceTypes") or []
+        for t in node_group_props.instance_types(props)
     )
 
 
@@ -122,7 +121,7 @@ def groups_of(resources: Iterable[tuple[str, str, Mapping[str, Any]]], placement
     groups = [
         Group(
             name,
-            is_gpu_node_group(props) or (props.get("labels") or {}).get(placement.key) == placement.value,
+            is_gpu_node_group(props) or node_group_props.labels(props).get(placement.key) == placement.value,
             group_nodes(name, props),
         )
         for typ, name, props in resources

@@ -15,6 +15,7 @@ from typing import Any
 
 from infra.tooling.agents import CLUSTER as PULUMI_EKS_CLUSTER
 from infra.tooling.agents import NODE_GROUP, is_gpu_node_group, landings
+from infra.tooling.node_group_props import labels, problems, taints
 from infra.workloads import gpu_deployment, gpu_job
 from infra.workloads.placement import (
     DEFAULT_PLACEMENT,
@@ -111,12 +112,17 @@ def gpu_node_group_contract(resource_type: str, props: Mapping[str, Any], placem
     """Mandatory: every GPU node group carries the contract's taint and label."""
     if resource_type != NODE_GROUP or not is_gpu_node_group(props):
         return []
-    problems = []
-    if (props.get("labels") or {}).get(placement.key) != placement.value:
-        problems.append(f"is a GPU node group without the label {placement.node_labels()}: add it to labels")
-    if placement.eks_taint() not in (props.get("taints") or []):
-        problems.append(f"is a GPU node group without the taint {placement.eks_taint()}: add it to taints")
-    return problems
+    found = []
+    if labels(props).get(placement.key) != placement.value:
+        found.append(f"is a GPU node group without the label {placement.node_labels()}: add it to labels")
+    if placement.eks_taint() not in [dict(t) for t in taints(props)]:
+        found.append(f"is a GPU node group without the taint {placement.eks_taint()}: add it to taints")
+    return found
+
+
+def node_group_settings(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+    """Mandatory: a node group's taints, labels, instance types and sizes as EKS takes them (NO_SCHEDULE, not NoSchedule)."""
+    return problems(props) if resource_type == NODE_GROUP else []
 
 
 def _encrypts_secrets(encryption: Any) -> bool:
@@ -192,6 +198,7 @@ RULES = (
     RuleSpec("gpu-workload-placement", gpu_workload_placement, "mandatory"),
     RuleSpec("gpu-toleration-without-gpu", gpu_toleration_without_gpu, "advisory"),
     RuleSpec("gpu-node-group-contract", gpu_node_group_contract, "mandatory"),
+    RuleSpec("node-group-settings", node_group_settings, "mandatory", contract=False),
     RuleSpec("security-baseline", security_baseline, "mandatory", contract=False),
     RuleSpec("gpu-agents-on-gpu-pools", gpu_agents_on_gpu_pools, "mandatory", stack=True),
     RuleSpec("agent-placement-unknown", agent_placement_unknown, "advisory", stack=True),
@@ -303,10 +310,14 @@ def _contract(make: Callable[..., Placement], *args: Any) -> Placement | None:
 
 def _paired(items: Any, labels: Mapping[str, Any], effect: str) -> list[Placement | None]:
     """Each taint or toleration of ``effect`` whose ``key=value`` is also in ``labels``, as a contract."""
+    if not isinstance(labels, Mapping):
+        return []
     return [
         _contract(Placement, i.get("key"), i.get("value"))
-        for i in items or []
-        if i.get("operator", "Equal") == "Equal"
+        for i in (items if isinstance(items, Sequence) and not isinstance(items, str) else [])
+        if isinstance(i, Mapping)
+        and isinstance(i.get("key"), str)
+        and i.get("operator", "Equal") == "Equal"
         and i.get("effect") == effect
         and i.get("key") in labels
         and labels[i["key"]] == i.get("value")
@@ -333,7 +344,7 @@ def declared_contracts(resources: Resources, links: Links | None = None) -> tupl
         contract
         for t, _, p in effective
         if t == NODE_GROUP and is_gpu_node_group(p)
-        for contract in _paired(p.get("taints"), p.get("labels") or {}, K8S_TO_EKS_EFFECT[GPU_TAINT_EFFECT])
+        for contract in _paired(taints(p), labels(p), K8S_TO_EKS_EFFECT[GPU_TAINT_EFFECT])
     ]
     placed = []
     for t, n, p in resources:
