@@ -173,3 +173,21 @@ def test_lowering_max_size_below_the_running_nodes_is_refused_then_goes_through_
     live[f"gpu-inference-{SUFFIX}"] = 1
     after = dev_variant(tmp_path, lower, stack="prod")
     assert refusals(production, after) == []
+
+
+def test_the_way_to_destroy_a_production_stack_unprotects_without_touching_anything(
+    production: Run, tmp_path: Path
+) -> None:
+    """Issue 26, item 10. `destroy --skip-preview` on production deletes every unprotected resource and
+    then fails on the cluster (tests/cluster/test_pulumi_destroy_protected.py, on the real engine), so
+    the Operations table says how to destroy one: production false and an up, which changes nothing
+    but the protection, then destroy."""
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    row = next(
+        line for line in operations.splitlines() if line.startswith("| destroy a `production: true` stack")
+    )
+    assert "--skip-preview" in row and "pulumi config set production false && pulumi up" in row
+    unprotected = dev_variant(tmp_path, {}, stack="prod")  # the same stack file, production: false
+    assert set(plan(production, unprotected).values()) == {"same"}
+    assert {r.urn for r in unprotected.resources} == {r.urn for r in production.resources}
+    assert not any(r.protect for r in unprotected.resources)
