@@ -55,11 +55,55 @@ node_group = st.fixed_dictionaries(
 )
 
 
+# A GPU agent, so the agent rules land it on every node group, the malformed one too.
+AGENT = (
+    "kubernetes:apps/v1:DaemonSet",
+    "gpu-agent",
+    {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "gpu-agent"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeSelector": {"GPU": "true"},
+                    "tolerations": [{"key": "GPU", "operator": "Exists"}],
+                    "containers": [{"name": "a", "image": "a"}],
+                }
+            }
+        },
+    },
+)
+
+
+def _stack(props: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(NODE_GROUP, "gpu", props), (NODE_GROUP, "gpu-2", {**GPU, "taints": [GPU_TAINT]}), AGENT]
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(props=node_group)
 def test_every_rule_gives_a_finding_or_passes_on_any_node_group(props: dict[str, Any]) -> None:
-    found = check([(NODE_GROUP, "gpu", props), (NODE_GROUP, "gpu-2", {**GPU, "taints": [GPU_TAINT]})])
+    found = check(_stack(props))
     assert all(isinstance(v.message, str) and v.message for v in found)
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> Any:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _, policies = crossguard.pack_module(monkeypatch)
+    return crossguard.servicer(policies)
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(props=node_group)
+def test_the_pack_never_fails_its_analysis_on_any_node_group(analyzer: Any, props: dict[str, Any]) -> None:
+    """Through pulumi_policy's analyzer (its proxies, Analyze and AnalyzeStack), as the CLI calls it."""
+    crossguard.analyze_stack(analyzer, _stack(props))
+    crossguard.analyze(analyzer, NODE_GROUP, "gpu", props)
 
 
 @settings(max_examples=200, deadline=None)
@@ -123,12 +167,8 @@ def test_values_not_known_yet_are_no_finding() -> None:
     assert problems({**props, "scalingConfig": {"minSize": None, "maxSize": None}}) == []
 
 
-def test_the_pack_reports_the_kubernetes_spelling_instead_of_crashing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_pack_reports_the_kubernetes_spelling_instead_of_crashing(analyzer: Any) -> None:
     """Through pulumi_policy's analyzer, as `pulumi preview --policy-pack policy` runs it."""
-    _, policies = crossguard.pack_module(monkeypatch)
-    analyzer = crossguard.servicer(policies)
     props = {
         **GPU,
         "taints": [{"key": "GPU", "value": "true", "effect": "NoSchedule"}],
