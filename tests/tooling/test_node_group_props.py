@@ -24,8 +24,9 @@ GPU = {"instanceTypes": ["g5g.xlarge"], "amiType": "AL2023_ARM_64_NVIDIA", "labe
 GPU_TAINT = {"key": "GPU", "value": "true", "effect": "NO_SCHEDULE"}
 SCALING = {"minSize": 0, "desiredSize": 0, "maxSize": 2}
 
+finite = st.floats(allow_nan=False, allow_infinity=False)  # what JSON and the engine carry
 junk = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 500) | st.floats(allow_nan=False) | st.text(max_size=8),
+    st.none() | st.booleans() | st.integers(-3, 500) | finite | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=6,
 )
