@@ -50,7 +50,7 @@ MAX_ALARM_SECONDS = 86400
 # EC2 CreateVpc takes an IPv4 block from /16 (65,536 addresses) to /28 (16).
 VPC_PREFIXES = (16, 28)
 # A pool name goes into the node group name prefix gpu-<pool>-, which the AWS provider caps at 37
-# characters (63 minus its 26-character unique suffix); what it may be: HINTS, node_pools.WHOLE_GPUS.
+# characters (63 minus its 26-character unique suffix); in words: POOL_NAME_WORDS (and node_pools.WHOLE_GPUS).
 POOL_NAME = rf"^(?!{WHOLE_GPUS}$)[A-Za-z0-9]([A-Za-z0-9_-]{{0,30}}[A-Za-z0-9])?$"
 POOL_NAME_WORDS = (
     f"1-32 letters, digits, '-' or '_', a letter or digit at both ends, not {WHOLE_GPUS}; "
