@@ -420,13 +420,8 @@ class PlatformConfig(Section):
     system_nodes: Annotated[NodeGroupConfig, _SECTION]
     """The untainted node group for CoreDNS, the autoscaler and controllers."""
     gpu_pools: Annotated[
-        dict[Annotated[str, Field(pattern=POOL_NAME)], GpuPoolConfig],
-        Field(
-            default_factory=lambda: {"default": {}},
-            validate_default=True,
-            min_length=1,
-            json_schema_extra={"propertyNames": {"x-allowed": POOL_NAME_WORDS}},  # the pattern is the key's
-        ),
+        dict[text(POOL_NAME, POOL_NAME_WORDS, "inference"), GpuPoolConfig],  # words: propertyNames
+        Field(default_factory=lambda: {"default": {}}, validate_default=True, min_length=1),
     ]
     """GPU pools by name (not whole-gpus, the device plugin's default config): each a managed node group tainted and labelled by the contract, plus eks-gpu/pool=<name>."""
     placement: Annotated[PlacementConfig, _SECTION]
