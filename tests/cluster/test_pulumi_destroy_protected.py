@@ -55,7 +55,9 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     (project / "Pulumi.yaml").write_text("name: destroy-protected\nruntime: python\n")
     (project / "__main__.py").write_text(PROGRAM)
     (tmp_path / "made").mkdir()
-    stack = Stack(project, "production")
+    # One stack per test: xdist may run two of them at once on the one file backend.
+    stack = Stack(project, f"production-{tmp_path.name.replace('_', '-')[-40:]}")
+    stack.remove()  # whatever a killed run left under that name
     stack.init()
     stack.run("config", "set", "folder", str(tmp_path / "made"))
     stack.run("config", "set", "production", "true")
