@@ -281,3 +281,13 @@ def test_a_bad_spec_fails_naming_the_setting(provider: ComponentProvider) -> Non
 def test_timeouts_sent_as_inputs_reach_the_deployment(provider: ComponentProvider) -> None:
     run, _ = build(provider, typescript_inputs(updateTimeout="2h"))
     assert run.one("kubernetes:apps/v1:Deployment").custom_timeouts == ("30m", "2h", "")
+
+
+def test_autoscaled_sent_as_an_input_leaves_replicas_to_the_autoscaler(provider: ComponentProvider) -> None:
+    run, _ = build(
+        provider, typescript_inputs(autoscaled=True, spec={**typescript_inputs()["spec"], "replicas": 1.0})
+    )
+    deployment = run.one("kubernetes:apps/v1:Deployment", "llm")
+    assert deployment.ignore_changes == ["spec.replicas"]
+    assert deployment.inputs["spec"]["replicas"] == 1
+    assert run.one("kubernetes:policy/v1:PodDisruptionBudget", "llm").inputs["spec"]["maxUnavailable"] == 1
