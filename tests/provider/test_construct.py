@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.runtime import proto
 
 from infra.tooling.offline import Run, platform_outputs
 from infra.workloads.placement import POOL_LABEL
@@ -291,3 +292,24 @@ def test_autoscaled_sent_as_an_input_leaves_replicas_to_the_autoscaler(provider:
     assert deployment.ignore_changes == ["spec.replicas"]
     assert deployment.inputs["spec"]["replicas"] == 1
     assert run.one("kubernetes:policy/v1:PodDisruptionBudget", "llm").inputs["spec"]["maxUnavailable"] == 1
+
+
+def test_resource_options_of_a_yaml_or_typescript_stack_reach_the_children(
+    provider: ComponentProvider,
+) -> None:
+    """Construct hands the component these options (pulumi provider/server.py); it hands them on."""
+    namespace = "urn:pulumi:dev::gpu-inference::kubernetes:core/v1:Namespace::ml"
+    request = proto.ConstructRequest(
+        dependencies=[namespace],
+        retainOnDelete=True,
+        deletedWith=namespace,
+        ignoreChanges=["metadata.labels"],
+    )
+    run, _ = declare(provider, GPU_DEPLOYMENT, "llm", typescript_inputs(autoscaled=True), request=request)
+    deployment = run.one("kubernetes:apps/v1:Deployment", "llm")
+    budget = run.one("kubernetes:policy/v1:PodDisruptionBudget", "llm")
+    for child in (deployment, budget):
+        assert namespace in child.dependencies, child.name
+        assert (child.retain_on_delete, child.deleted_with) == (True, namespace), child.name
+    assert deployment.ignore_changes == ["metadata.labels", "spec.replicas"]
+    assert budget.ignore_changes == []
