@@ -146,28 +146,30 @@ def user_timeouts(args: Any, opts: pulumi.ResourceOptions | None) -> UserTimeout
     values: dict[str, str | None] = {}
     given_by: dict[str, str] = {}
     for operation in ("create", "update", "delete"):
-        setting = f"{operation}_timeout"
-        sources = [
-            (setting, check_duration(getattr(args, setting, None), setting), None),
-            (
-                f"opts.custom_timeouts.{operation}",
-                check_duration(
-                    getattr(given, operation, None) if given else None, f"opts.custom_timeouts.{operation}"
-                ),
-                None,
-            ),
-            (_TIMEOUT_ANNOTATION, annotated, annotated and annotated[:-1]),
-        ]
-        present = [(name, value, shown or value) for name, value, shown in sources if value]
-        for name, value, shown in present[1:]:
-            first, first_value, first_shown = present[0]
-            if go_duration_seconds(first_value) != go_duration_seconds(value):
-                raise PodSpecError(f"{first} is {first_shown!r} but {name} is {shown!r}: drop one of them")
-        values[operation] = present[0][1] if present else None
-        if present:
-            given_by[operation] = present[0][0]
+        (first, value, shown), *others = _sources(args, given, annotated, operation) or [("", None, "")]
+        for name, other, other_shown in others:
+            if go_duration_seconds(value) != go_duration_seconds(other):
+                raise PodSpecError(f"{first} is {shown!r} but {name} is {other_shown!r}: drop one of them")
+        values[operation] = value
+        if value:
+            given_by[operation] = first
     timeouts = pulumi.CustomTimeouts(**values) if any(values.values()) else None
     return UserTimeouts(timeouts, given_by, annotated)
+
+
+def _sources(
+    args: Any, given: pulumi.CustomTimeouts | None, annotated: str | None, operation: str
+) -> list[tuple[str, str, str]]:
+    """(setting, duration, as written) for each way the user gave ``operation``'s timeout, each checked."""
+    setting, option = f"{operation}_timeout", f"opts.custom_timeouts.{operation}"
+    found = [
+        (setting, check_duration(getattr(args, setting, None), setting)),
+        (option, check_duration(getattr(given, operation, None) if given else None, option)),
+    ]
+    sources = [(name, value, value) for name, value in found if value]
+    if annotated:
+        sources.append((_TIMEOUT_ANNOTATION, annotated, annotated.removesuffix("s")))
+    return sources
 
 
 def late_timeout_check(honoured: str | None) -> Callable[[Mapping[str, Any]], None]:
