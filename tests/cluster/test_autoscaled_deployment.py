@@ -3,8 +3,9 @@
 The program (``tests/cluster/autoscaled``) creates the Deployment at one replica and an
 ``autoscaling/v2`` HPA with ``minReplicas: 2``. The local kube-controller-manager runs the real
 HPA controller: below ``minReplicas`` it scales the target up without any metrics
-(``pkg/controller/podautoscaler/horizontal.go``, "Current number of replicas below
-Spec.MinReplicas"), through the ``scale`` subresource, as its own field manager. Then the
+(k8s.io/kubernetes v1.35.4 ``pkg/controller/podautoscaler/horizontal.go`` ~849, "Current number
+of replicas below Spec.MinReplicas"), through the ``scale`` subresource (~903), as its own field
+manager. Then the
 engine and pulumi-kubernetes must leave that count alone: ``pulumi preview`` (before and after
 a ``pulumi refresh``) finds nothing to change, and a ``pulumi up`` that changes the pod template rolls the
 Deployment out at the HPA's count (docs/decisions/0055).
