@@ -53,10 +53,15 @@ class Kube:
             if error.status != 409:
                 raise
 
-    def namespace(self, name: str, pod_security: str | None = None) -> None:
+    def namespace(self, name: str, pod_security: str | None = None, version: str | None = None) -> None:
+        """A namespace, enforcing (and warning on) the Pod Security level given, at ``version`` (``v1.34``) if given."""
         labels = {}
         if pod_security:
             labels = {f"pod-security.kubernetes.io/{mode}": pod_security for mode in ("enforce", "warn")}
+        if pod_security and version:
+            labels.update(
+                {f"pod-security.kubernetes.io/{mode}-version": version for mode in ("enforce", "warn")}
+            )
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
 
     def delete_namespace(self, name: str, timeout: float = 60) -> None:

@@ -62,6 +62,8 @@ class GpuDeploymentArgs(TypedDict):
     """Declare a PodDisruptionBudget (maxUnavailable 1) when replicas > 1 or not known yet (default true)."""
     rolling_update_defaults: NotRequired[bool]
     """Default to maxSurge 0 / maxUnavailable 1, so an update needs no spare GPU node (default true)."""
+    autoscaled: NotRequired[bool]
+    """A HorizontalPodAutoscaler (or KEDA) owns spec.replicas (default false). True: spec.replicas, if given, is the count at create, later `pulumi up`s never send it again (the Deployment ignores changes to it), so the autoscaler's count stays; the PodDisruptionBudget is declared whatever the count."""
 
 
 class GpuJobArgs(TypedDict):

@@ -136,6 +136,9 @@ class Registration:
     """As the program set it; None when it left it to the provider."""
     custom_timeouts: tuple[str, str, str] = ("", "", "")
     """(create, update, delete) the program asked for; "" where it asked for none."""
+    retain_on_delete: bool = False
+    deleted_with: str = ""
+    """The URN of the resource whose deletion this one's goes with; "" for none."""
 
 
 @dataclass
@@ -210,6 +213,8 @@ class _Monitor(MockMonitor):
                         request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None
                     ),
                     custom_timeouts=(timeouts.create, timeouts.update, timeouts.delete),
+                    retain_on_delete=request.retainOnDelete,
+                    deleted_with=request.deletedWith,
                 )
             )
         return response

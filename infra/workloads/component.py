@@ -89,31 +89,106 @@ def check_duration(value: object, setting: str) -> str | None:
     return value
 
 
-def user_timeouts(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.CustomTimeouts | None:
-    """The timeouts the user asked for: ``create_timeout``/... args and ``opts.custom_timeouts``.
+TIMEOUT_SECONDS = "pulumi.com/timeoutSeconds"
+"""pulumi-kubernetes' annotation: how long to wait, in whole seconds, on create, update and delete alike.
+
+A ``customTimeouts`` value wins over it (``metadata/overrides.go`` ``TimeoutDuration``), and the
+components always set create and update: so they read it as one of the user's timeouts instead.
+"""
+_TIMEOUT_ANNOTATION = f"metadata.annotations[{TIMEOUT_SECONDS!r}]"
+
+
+def annotation_timeout(metadata: Any) -> str | None:
+    """The ``pulumi.com/timeoutSeconds`` annotation as a duration (``"600"`` -> ``"600s"``); None if absent.
+
+    Refused: a value that is not a whole number of seconds above 0 (pulumi-kubernetes would
+    silently wait its default 10 minutes instead), and one that is an Output, since the waits
+    are set when the program runs.
+    """
+    wire = wire_metadata(metadata)
+    annotations = wire.get("annotations") if isinstance(wire, Mapping) else UNKNOWN
+    if not known(annotations) or not isinstance(annotations, Mapping) or TIMEOUT_SECONDS not in annotations:
+        return None
+    value = annotations[TIMEOUT_SECONDS]
+    if not known(value):
+        raise PodSpecError(
+            f"{_TIMEOUT_ANNOTATION} must be a plain value, not an Output: the waits are set when the program "
+            "runs; give it as a string, or use create_timeout, update_timeout and delete_timeout"
+        )
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9]+", value) or int(value) == 0:
+        raise PodSpecError(
+            f'{_TIMEOUT_ANNOTATION} must be a whole number of seconds above 0, as a string such as "3600", '
+            f"got {value!r}"
+        )
+    return f"{int(value)}s"
+
+
+@dataclasses.dataclass(frozen=True)
+class UserTimeouts:
+    """The timeouts the user gave, and for each operation the setting that gave it (for messages)."""
+
+    timeouts: pulumi.CustomTimeouts | None
+    given_by: Mapping[str, str]
+    annotated: str | None = None
+    """The ``pulumi.com/timeoutSeconds`` annotation as a duration, where the program saw one."""
+
+
+def user_timeouts(args: Any, opts: pulumi.ResourceOptions | None) -> UserTimeouts:
+    """The timeouts the user asked for: ``create_timeout``/... args, ``opts.custom_timeouts`` and the
+    ``pulumi.com/timeoutSeconds`` annotation in ``args.metadata`` (all three operations).
 
     The args exist because the component provider drops ``customTimeouts`` from other
-    languages (``tests/provider/test_sdk_limits.py``). One timeout given both ways with
+    languages (``tests/provider/test_sdk_limits.py``). One timeout given two ways with
     different values is refused rather than one silently winning.
     """
     given = opts.custom_timeouts if opts else None
+    annotated = annotation_timeout(getattr(args, "metadata", None))
     values: dict[str, str | None] = {}
+    given_by: dict[str, str] = {}
     for operation in ("create", "update", "delete"):
-        setting = f"{operation}_timeout"
-        mine = check_duration(getattr(args, setting, None), setting)
-        theirs = check_duration(
-            getattr(given, operation, None) if given else None, f"opts.custom_timeouts.{operation}"
-        )
-        if mine and theirs and go_duration_seconds(mine) != go_duration_seconds(theirs):
+        (first, value, shown), *others = _sources(args, given, annotated, operation) or [("", None, "")]
+        for name, other, other_shown in others:
+            if go_duration_seconds(value) != go_duration_seconds(other):
+                raise PodSpecError(f"{first} is {shown!r} but {name} is {other_shown!r}: drop one of them")
+        values[operation] = value
+        if value:
+            given_by[operation] = first
+    timeouts = pulumi.CustomTimeouts(**values) if any(values.values()) else None
+    return UserTimeouts(timeouts, given_by, annotated)
+
+
+def _sources(
+    args: Any, given: pulumi.CustomTimeouts | None, annotated: str | None, operation: str
+) -> list[tuple[str, str, str]]:
+    """(setting, duration, as written) for each way the user gave ``operation``'s timeout, each checked."""
+    setting, option = f"{operation}_timeout", f"opts.custom_timeouts.{operation}"
+    found = [
+        (setting, check_duration(getattr(args, setting, None), setting)),
+        (option, check_duration(getattr(given, operation, None) if given else None, option)),
+    ]
+    sources = [(name, value, value) for name, value in found if value]
+    if annotated:
+        sources.append((_TIMEOUT_ANNOTATION, annotated, annotated.removesuffix("s")))
+    return sources
+
+
+def late_timeout_check(honoured: str | None) -> Callable[[Mapping[str, Any]], None]:
+    """A metadata check for once Outputs resolve: a ``pulumi.com/timeoutSeconds`` not seen when the program
+    ran (the annotations were an Output) cannot be honoured any more, so it is refused."""
+
+    def check(metadata: Mapping[str, Any]) -> None:
+        late = annotation_timeout(metadata)
+        if late != honoured:
             raise PodSpecError(
-                f"{setting} is {mine!r} but opts.custom_timeouts.{operation} is {theirs!r}: drop one of them"
+                f"{_TIMEOUT_ANNOTATION} is known only once Outputs resolve, after the waits were set: give "
+                "metadata.annotations as plain values, or use create_timeout, update_timeout and delete_timeout"
             )
-        values[operation] = mine or theirs
-    return pulumi.CustomTimeouts(**values) if any(values.values()) else None
+
+    return check
 
 
 def child_timeouts(default: str, user: pulumi.CustomTimeouts | None) -> pulumi.CustomTimeouts:
-    """Our create/update budget, with every timeout the user gave in ``opts.custom_timeouts`` winning."""
+    """Our create/update budget, with every timeout the user gave (:func:`user_timeouts`) winning."""
     return pulumi.CustomTimeouts(
         create=(user.create if user and user.create else default),
         update=(user.update if user and user.update else default),
@@ -232,14 +307,33 @@ def wire_metadata(metadata: Any) -> Any:
     return to_wire(metadata, ObjectMetaArgs, unknown=UNKNOWN) if metadata is not None else {}
 
 
-def with_annotation(
-    owner: str,
-    metadata: Any,
-    key: str,
-    setting: str,
-    check: Callable[[Mapping[str, Any]], None] | None = None,
-) -> Any:
-    """``metadata`` plus the annotation ``key: "true"`` that ``setting`` means, and ``check`` passed.
+Check = Callable[[Mapping[str, Any]], None]
+"""A check of ``metadata`` in Kubernetes' form; raises PodSpecError. Parts may be UNKNOWN (skipped, checked
+again once they resolve)."""
+
+
+def checked_metadata(owner: str, metadata: Any, checks: list[Check]) -> Any:
+    """``metadata`` as given, every check passed: now where its annotations are known, else once they resolve."""
+    with refusals(owner):
+        wire = wire_metadata(metadata)
+        if not isinstance(wire, Mapping):
+            wire = {"annotations": UNKNOWN}  # an Output as a whole: checked once it resolves
+        for check in checks:
+            check(wire)
+        if known(wire.get("annotations")):
+            return metadata
+
+    def late(resolved: Any) -> Any:
+        with refusals(owner):
+            for check in checks:
+                check(wire_metadata(resolved))
+        return resolved
+
+    return pulumi.Output.from_input(metadata).apply(late)
+
+
+def with_annotation(owner: str, metadata: Any, key: str, setting: str, checks: list[Check]) -> Any:
+    """``metadata`` plus the annotation ``key: "true"`` that ``setting`` means, and every check passed.
 
     One of the user's that disagrees is refused; checked now where known, and again once Outputs resolve.
     """
@@ -249,7 +343,7 @@ def with_annotation(
             wire = wire_metadata(meta)
             if not isinstance(wire, Mapping):
                 return {}  # an Output as a whole: checked once it resolves
-            if check:
+            for check in checks:
                 check(wire)
             annotations = wire.get("annotations")
             if not known(annotations):

@@ -9,6 +9,7 @@ deleting the running one first (docs/decisions/0010-kubernetes-rules-stay-with-t
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,8 +20,15 @@ from infra.workloads.podspec import check_selector_matches, place_template, prep
 from infra.workloads.sdk import input_type_py_to_pulumi_names
 from infra.workloads.values import PodSpecError, check_counts, check_spec_fields, known
 
-DEPLOYMENT_SPEC_FIELDS = frozenset(input_type_py_to_pulumi_names(DeploymentSpecArgs).values())
-"""The fields of ``kubernetes.apps.v1.Deployment``'s spec, as pulumi-kubernetes knows them."""
+
+@functools.cache
+def deployment_spec_fields() -> frozenset[str]:
+    """The fields of ``kubernetes.apps.v1.Deployment``'s spec, as pulumi-kubernetes knows them.
+
+    Read from the SDK's tables on first use, not at import (:mod:`infra.workloads.sdk`).
+    """
+    return frozenset(input_type_py_to_pulumi_names(DeploymentSpecArgs).values())
+
 
 COUNTS_READ = ("minReadySeconds", "replicas")
 """The counts this package computes with (the progress deadline, the PodDisruptionBudget): whole numbers."""
@@ -67,7 +75,7 @@ def place_deployment_checked(
     progress_deadline: int = PROGRESS_DEADLINE_SECONDS,
 ) -> dict[str, Any]:
     """The merge on Kubernetes' form with UNKNOWN allowed (what ``GpuDeployment`` calls)."""
-    check_spec_fields(spec, "Deployment", DEPLOYMENT_SPEC_FIELDS)
+    check_spec_fields(spec, "Deployment", deployment_spec_fields())
     check_counts(spec, COUNTS_READ)
     if "selector" not in spec:  # GpuDeployment's PodDisruptionBudget copies it
         raise PodSpecError("spec.selector is required: a Deployment selects its pods by label")

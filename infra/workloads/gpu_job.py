@@ -17,10 +17,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.workloads import component, images
+from infra.workloads import child_options, component, images
 from infra.workloads.durations import duration_seconds
 from infra.workloads.job import place_job_checked, replace_unready_wait
-from infra.workloads.values import UNKNOWN, PodSpecError
+from infra.workloads.values import UNKNOWN, PodSpecError, known
 from infra.workloads.wire import to_wire
 
 TYPE_TOKEN = "eks-gpu:index:GpuJob"
@@ -29,6 +29,9 @@ SKIP_AWAIT = "pulumi.com/skipAwait"
 """pulumi-kubernetes' annotation: declare the Job and return without waiting for it to complete."""
 REPLACE_UNREADY = "pulumi.com/replaceUnready"
 """pulumi-kubernetes' annotation: a later ``pulumi up`` replaces the Job if it is not Complete, running or not."""
+WAIT_FOR = "pulumi.com/waitFor"
+"""pulumi-kubernetes' annotation: wait for this condition instead of the built-in wait for completion, or
+nothing under ``skipAwait`` (``metadata/overrides.go`` ``ReadyCondition``, ``await/await.go``)."""
 REPLACE_ON_CHANGES = (
     "spec.completionMode",
     "spec.podFailurePolicy",
@@ -80,19 +83,17 @@ class GpuJob(pulumi.ComponentResource):
         eager = component.place_now(owner, args, SPEC_ARGS, place)
         with component.refusals(owner):
             timeouts = _job_timeouts(args, timeouts_given)
-        metadata = _job_metadata(owner, args)
+        metadata = _job_metadata(owner, args, component.late_timeout_check(timeouts_given.annotated))
         args = images.check_workload_images(owner, args, SPEC_ARGS)
 
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
-        mine = list(opts.replace_on_changes or []) if opts else []
         child = pulumi.ResourceOptions(
             parent=self,
             custom_timeouts=timeouts,
-            replace_on_changes=mine + [path for path in REPLACE_ON_CHANGES if path not in mine],
             # A replaced auto-named Job is created under a new name before the old one
             # is deleted: both would run, each holding its GPUs. Yours wins if you set it.
-            delete_before_replace=(
-                opts.delete_before_replace if opts and opts.delete_before_replace is not None else True
+            **child_options.for_main_child(
+                opts, replace_on_changes=REPLACE_ON_CHANGES, delete_before_replace=True
             ),
         )
         self.job = k8s.batch.v1.Job(
@@ -128,16 +129,18 @@ def _check_job_settings(args: GpuJobArgs) -> None:
         )
 
 
-def _job_timeouts(args: GpuJobArgs, given: pulumi.CustomTimeouts | None) -> pulumi.CustomTimeouts:
+def _job_timeouts(args: GpuJobArgs, user: component.UserTimeouts) -> pulumi.CustomTimeouts:
     """JOB_TIMEOUT, or with ``replace_unready`` long enough for the Job to finish or fail first."""
+    given = user.timeouts
     if not args.replace_unready:
         return component.child_timeouts(component.JOB_TIMEOUT, given)
     wait = replace_unready_wait(to_wire(args.spec, SPEC_ARGS, unknown=UNKNOWN))
     for operation in ("create", "update"):
         mine = getattr(given, operation, None) if given else None
         if mine and duration_seconds(mine) < wait:
+            setting = user.given_by[operation]
             raise PodSpecError(
-                f"{operation}_timeout {mine!r} is shorter than replace_unready=True needs: at least {wait}s "
+                f"{setting} {mine!r} is shorter than replace_unready=True needs: at least {wait}s "
                 "(spec.activeDeadlineSeconds + the pods' grace period + 120 s), or a later pulumi up "
                 "could replace the Job while it still runs; drop it or make it longer"
             )
@@ -147,19 +150,57 @@ def _job_timeouts(args: GpuJobArgs, given: pulumi.CustomTimeouts | None) -> pulu
     return component.child_timeouts(default, given)
 
 
-def _job_metadata(owner: str, args: GpuJobArgs) -> Any:
-    """The Job's metadata with the annotation its settings mean (replaceUnready or skipAwait)."""
+def _job_metadata(owner: str, args: GpuJobArgs, timeout_check: component.Check) -> Any:
+    """The Job's metadata with the annotation its settings mean (replaceUnready or skipAwait), checked."""
+    checks = [timeout_check, functools.partial(_check_await_annotations, args)]
     if args.replace_unready:
-        return component.with_annotation(owner, args.metadata, REPLACE_UNREADY, "replace_unready=True")
+        return component.with_annotation(
+            owner, args.metadata, REPLACE_UNREADY, "replace_unready=True", checks
+        )
     if args.wait_for_completion:
-        return args.metadata
-    return component.with_annotation(
-        owner, args.metadata, SKIP_AWAIT, "wait_for_completion=False", check=_refuse_fixed_name
-    )
+        return component.checked_metadata(owner, args.metadata, checks)
+    return component.with_annotation(owner, args.metadata, SKIP_AWAIT, "wait_for_completion=False", checks)
+
+
+def _check_await_annotations(args: GpuJobArgs, metadata: Mapping[str, Any]) -> None:
+    """The user's own ``skipAwait`` and ``waitFor`` annotations, beside what the settings need.
+
+    Either makes ``pulumi up`` return while the Job may still run (``waitFor`` replaces the
+    wait for completion, ``skipAwait`` drops it): beside ``replace_unready`` the next ``pulumi
+    up`` would replace the running Job, so both are refused there. A ``skipAwait`` of the
+    user's gets the fixed-name rule that ``wait_for_completion=False`` has; ``waitFor`` beside
+    ``wait_for_completion=False`` would be ignored by pulumi-kubernetes, so it is refused.
+    """
+    if not args.wait_for_completion:
+        _refuse_fixed_name(metadata)
+    annotations = metadata.get("annotations")
+    if not known(annotations) or not isinstance(annotations, Mapping):
+        return  # checked again once known
+    skip = annotations.get(SKIP_AWAIT)
+    skips = skip == "true" or not known(skip)
+    if args.replace_unready and skips and SKIP_AWAIT in annotations:
+        raise PodSpecError(
+            f"metadata.annotations[{SKIP_AWAIT!r}] {skip!r} beside replace_unready=True: pulumi up would return "
+            "before the Job ends, and a later pulumi up would replace it while it still runs "
+            "(pulumi-kubernetes replaces any Job that is not Complete); drop the annotation, or replace_unready"
+        )
+    if WAIT_FOR in annotations and (args.replace_unready or not args.wait_for_completion):
+        setting = "replace_unready=True" if args.replace_unready else "wait_for_completion=False"
+        why = (
+            "it replaces the wait for completion, so pulumi up could return while the Job still runs and a "
+            "later pulumi up would replace the running Job"
+            if args.replace_unready
+            else "pulumi-kubernetes ignores it under pulumi.com/skipAwait"
+        )
+        raise PodSpecError(
+            f"metadata.annotations[{WAIT_FOR!r}] beside {setting}: {why}; drop the annotation, or {setting}"
+        )
+    if skips and SKIP_AWAIT in annotations:
+        _refuse_fixed_name(metadata)
 
 
 def _refuse_fixed_name(metadata: Mapping[str, Any]) -> None:
-    """Refuse ``metadata.name`` beside ``wait_for_completion=False``.
+    """Refuse ``metadata.name`` beside ``pulumi.com/skipAwait: "true"``, whoever set it.
 
     With ``pulumi.com/skipAwait`` pulumi-kubernetes does not wait for a delete either: a
     replacement under the same name would be created while the old Job is still being
@@ -167,7 +208,8 @@ def _refuse_fixed_name(metadata: Mapping[str, Any]) -> None:
     """
     if metadata.get("name") is not None:
         raise PodSpecError(
-            "wait_for_completion=False with a fixed metadata.name cannot be replaced: without waiting, "
-            "the old Job is still being deleted when the new one is created (AlreadyExists). Drop "
-            "metadata.name (Pulumi auto-names the Job from the resource name) or keep waiting"
+            "wait_for_completion=False (pulumi.com/skipAwait: 'true') with a fixed metadata.name cannot be "
+            "replaced: without waiting, the old Job is still being deleted when the new one is created "
+            "(AlreadyExists). Drop metadata.name (Pulumi auto-names the Job from the resource name) or keep "
+            "waiting"
         )

@@ -10,6 +10,7 @@ or selector the API refuses, since changing those replaces the Job, deleting it 
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,8 +24,17 @@ from infra.workloads.values import UNKNOWN, PodSpecError, as_whole, check_spec_f
 NOT_IN_SUPPORTED_KUBERNETES = frozenset({"scheduling"})
 """JobSpec fields pulumi-kubernetes' SDK has but no supported cluster (1.35, 1.36) knows: ``scheduling``
 is alpha in Kubernetes 1.37 (WorkloadWithJob gate); sent to 1.35, server-side apply refuses the patch."""
-JOB_SPEC_FIELDS = frozenset(input_type_py_to_pulumi_names(JobSpecArgs).values()) - NOT_IN_SUPPORTED_KUBERNETES
-"""The fields of ``kubernetes.batch.v1.Job``'s spec, as pulumi-kubernetes and the supported clusters know them."""
+
+
+@functools.cache
+def job_spec_fields() -> frozenset[str]:
+    """The fields of ``kubernetes.batch.v1.Job``'s spec, as pulumi-kubernetes and the supported clusters know them.
+
+    Read from the SDK's tables on first use, not at import (:mod:`infra.workloads.sdk`).
+    """
+    return frozenset(input_type_py_to_pulumi_names(JobSpecArgs).values()) - NOT_IN_SUPPORTED_KUBERNETES
+
+
 JOB_RESTART_POLICIES = ("Never", "OnFailure")
 DEFAULT_JOB_RESTART_POLICY = "Never"
 """A failed pod is replaced by a new one (counted against backoffLimit) rather than restarted in place."""
@@ -85,7 +95,7 @@ def place_job_checked(
     placement_known: bool = True,
 ) -> dict[str, Any]:
     """The merge on Kubernetes' form with UNKNOWN allowed (what ``GpuJob`` calls)."""
-    check_spec_fields(spec, "Job", JOB_SPEC_FIELDS)
+    check_spec_fields(spec, "Job", job_spec_fields())
     result = copy.deepcopy(dict(spec))
     template = place_template(
         result, "Job", placement, gpus, pool=pool, profile=profile, placement_known=placement_known

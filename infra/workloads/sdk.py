@@ -1,42 +1,90 @@
 """What this package reads from the Pulumi SDK beyond ``pulumi.Config``, in one place.
 
 Config goes through ``pulumi.runtime``'s public functions where they reach. Three needs
-have no public API, so they read SDK internals, and ``tests/workloads/test_sdk.py`` names
-whatever a new SDK moves: the whole config map of an Automation API inline program (it
-reaches the SDK only through ``set_all_config``, never the environment), the input-type
-naming tables (``pulumi._types``, the serializer's own) and whether the monitor is the
-real engine's gRPC stub. See docs/decisions/0030.
+have no public API, so they read SDK internals: the whole config map of an Automation API
+inline program (it reaches the SDK only through ``set_all_config``, never the environment),
+the input-type naming tables (``pulumi._types``, the serializer's own) and whether the
+monitor is the real engine's gRPC stub. Each is looked up when first used, never at import:
+an SDK that moved one still imports ``infra``, and the first use says what is missing
+(:class:`SdkError`) instead of an ImportError in every consumer stack. pyproject.toml has
+no upper bound on pulumi for that reason; ``tests/workloads/test_sdk.py`` names whatever a
+new SDK moves, and ``bin/check-newest-pulumi`` runs it on the newest one on PyPI.
+See docs/decisions/0030 and 0056.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
+from collections.abc import Callable
 from typing import Any
 
 import pulumi.runtime
-from pulumi import _types  # no public API: the Args -> camelCase tables the serializer uses
-from pulumi.runtime import config as _config  # no public API: the map set_all_config fills
 
-REQUIRED: dict[Any, tuple[str, ...]] = {
-    _types: (
+TESTED_UP_TO = "3.272.0"
+"""The newest pulumi on which ``tests/workloads/test_sdk.py`` and the suite passed."""
+
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "pulumi._types": (
         "unwrap_type",
         "is_input_type",
         "input_type_to_dict",
         "input_type_py_to_pulumi_names",
         "input_type_types",
     ),
-    _config: ("CONFIG",),
+    "pulumi.runtime.config": ("CONFIG",),
 }
+"""Every SDK internal this package reads, by module (no public API exists for any of them)."""
 
-unwrap_type = _types.unwrap_type
-is_input_type = _types.is_input_type
-input_type_to_dict = _types.input_type_to_dict
-input_type_py_to_pulumi_names = _types.input_type_py_to_pulumi_names
-input_type_types = _types.input_type_types
+
+class SdkError(RuntimeError):
+    """The installed pulumi lacks an internal this package reads; the message says which and what to do."""
+
+
+_FOUND: dict[tuple[str, str], Any] = {}
+
+
+def _internal(module: str, name: str) -> Any:
+    """``module.name`` from the installed SDK, or an :class:`SdkError` naming it and the way out."""
+    if (module, name) in _FOUND:
+        return _FOUND[module, name]
+    try:
+        found = _FOUND[module, name] = getattr(importlib.import_module(module), name)
+        return found
+    except (ImportError, AttributeError):
+        version = importlib.metadata.version("pulumi")
+        raise SdkError(
+            f"eks-gpu-infra reads {module}.{name}, which the installed pulumi {version} does not have "
+            f"(no public API does the same; checked up to pulumi {TESTED_UP_TO}). Install "
+            f"'pulumi<={TESTED_UP_TO}', or an eks-gpu-infra release that supports pulumi {version}"
+        ) from None
+
+
+def _types_function(name: str) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        return _internal("pulumi._types", name)(*args)
+
+    call.__name__ = name
+    call.__doc__ = f"``pulumi._types.{name}``, looked up when called."
+    return call
+
+
+unwrap_type = _types_function("unwrap_type")
+is_input_type = _types_function("is_input_type")
+input_type_to_dict = _types_function("input_type_to_dict")
+input_type_py_to_pulumi_names = _types_function("input_type_py_to_pulumi_names")
+input_type_types = _types_function("input_type_types")
 
 
 def missing() -> list[str]:
     """Internal names this module needs that the installed SDK lacks (empty when all is well)."""
-    absent = [f"{m.__name__}.{n}" for m, names in REQUIRED.items() for n in names if not hasattr(m, n)]
+    absent = []
+    for module, names in REQUIRED.items():
+        for name in names:
+            try:
+                _internal(module, name)
+            except SdkError:
+                absent.append(f"{module}.{name}")
     try:
         from pulumi.runtime.proto.resource_pb2_grpc import ResourceMonitorStub  # noqa: F401
         from pulumi.runtime.settings import get_monitor  # noqa: F401
@@ -51,7 +99,7 @@ def all_config() -> dict[str, Any]:
     The CLI's language host passes ``PULUMI_CONFIG`` and loads it into the SDK; an
     Automation API inline program gets its config only through ``set_all_config``.
     """
-    return {**pulumi.runtime.get_config_env(), **_config.CONFIG.get()}
+    return {**pulumi.runtime.get_config_env(), **_internal("pulumi.runtime.config", "CONFIG").get()}
 
 
 def secret_config_keys() -> frozenset[str]:

@@ -145,7 +145,9 @@ def apply_profile(pod: dict[str, Any], profile: str | None, where: str = "spec")
     Returns the profile applied (``None`` resolves to baseline or restricted). An explicit
     ``restricted`` beside a root user is refused, except in a user namespace (``hostUsers: false``,
     or not known yet): Pod Security's restricted level allows root there from policy version 1.35
-    (``relaxPolicyForUserNamespacePod``), so ``runAsNonRoot`` is not added either.
+    (``relaxPolicyForUserNamespacePod``), so ``runAsNonRoot`` is not added either. Only from 1.35:
+    a namespace pinning ``pod-security.kubernetes.io/enforce-version`` below v1.35 still refuses
+    such a root pod (pod-security-admission ``policy/check_runAsNonRoot.go``; docs/components.md).
     """
     user_namespace = pod.get("hostUsers") is False or not known(pod.get("hostUsers"))
     if profile == "restricted" and not user_namespace:

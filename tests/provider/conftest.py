@@ -56,6 +56,7 @@ def construct(
     name: str,
     inputs: Mapping[str, Any],
     dependencies: Mapping[str, list[str]] | None = None,
+    request: proto.ConstructRequest | None = None,
 ) -> ConstructResult:
     """Construct a component the way the engine asks the provider to, inside a running program.
 
@@ -63,6 +64,7 @@ def construct(
     back through the SDK's own provider server, so numbers arrive as floats and every
     input with ``dependencies`` (URNs it depends on, as the engine tracks for, e.g.,
     a StackReference output) arrives wrapped in an Output, exactly as in ``pulumi up``.
+    The resource options come from ``request`` as the SDK's server reads them (none without).
     """
 
     async def engine_inputs() -> dict[str, Any]:
@@ -73,7 +75,8 @@ def construct(
         }
         return await ProviderServicer._construct_inputs(struct, deps)
 
-    return provider.construct(name, type_token, _sync_await(engine_inputs()), None)
+    opts = ProviderServicer._construct_options(request) if request is not None else None
+    return provider.construct(name, type_token, _sync_await(engine_inputs()), opts)
 
 
 def resolve(value: Any) -> Any:
@@ -89,12 +92,13 @@ def declare(
     name: str,
     inputs: Mapping[str, Any],
     dependencies: Mapping[str, list[str]] | None = None,
+    request: proto.ConstructRequest | None = None,
 ) -> tuple[Run, dict[str, Any]]:
     """Run one Construct on the mock engine; return what it registered and the component's state."""
     state: dict[str, Any] = {}
 
     def program() -> None:
-        result = construct(provider, type_token, name, inputs, dependencies)
+        result = construct(provider, type_token, name, inputs, dependencies, request)
         state.update({key: resolve(value) for key, value in result.state.items()})
 
     return run_program(program), state

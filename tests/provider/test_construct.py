@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.runtime import proto
 
 from infra.tooling.offline import Run, platform_outputs
 from infra.workloads.placement import POOL_LABEL
@@ -281,3 +282,34 @@ def test_a_bad_spec_fails_naming_the_setting(provider: ComponentProvider) -> Non
 def test_timeouts_sent_as_inputs_reach_the_deployment(provider: ComponentProvider) -> None:
     run, _ = build(provider, typescript_inputs(updateTimeout="2h"))
     assert run.one("kubernetes:apps/v1:Deployment").custom_timeouts == ("30m", "2h", "")
+
+
+def test_autoscaled_sent_as_an_input_leaves_replicas_to_the_autoscaler(provider: ComponentProvider) -> None:
+    run, _ = build(
+        provider, typescript_inputs(autoscaled=True, spec={**typescript_inputs()["spec"], "replicas": 1.0})
+    )
+    deployment = run.one("kubernetes:apps/v1:Deployment", "llm")
+    assert deployment.ignore_changes == ["spec.replicas"]
+    assert deployment.inputs["spec"]["replicas"] == 1
+    assert run.one("kubernetes:policy/v1:PodDisruptionBudget", "llm").inputs["spec"]["maxUnavailable"] == 1
+
+
+def test_resource_options_of_a_yaml_or_typescript_stack_reach_the_children(
+    provider: ComponentProvider,
+) -> None:
+    """Construct hands the component these options (pulumi provider/server.py); it hands them on."""
+    namespace = "urn:pulumi:dev::gpu-inference::kubernetes:core/v1:Namespace::ml"
+    request = proto.ConstructRequest(
+        dependencies=[namespace],
+        retainOnDelete=True,
+        deletedWith=namespace,
+        ignoreChanges=["metadata.labels"],
+    )
+    run, _ = declare(provider, GPU_DEPLOYMENT, "llm", typescript_inputs(autoscaled=True), request=request)
+    deployment = run.one("kubernetes:apps/v1:Deployment", "llm")
+    budget = run.one("kubernetes:policy/v1:PodDisruptionBudget", "llm")
+    for child in (deployment, budget):
+        assert namespace in child.dependencies, child.name
+        assert (child.retain_on_delete, child.deleted_with) == (True, namespace), child.name
+    assert deployment.ignore_changes == ["metadata.labels", "spec.replicas"]
+    assert budget.ignore_changes == []

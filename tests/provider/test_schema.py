@@ -55,6 +55,7 @@ def test_gpu_deployment_inputs(schema: dict[str, Any]) -> None:
         "securityProfile": PLAIN_STRING,
         "podDisruptionBudget": PLAIN_BOOLEAN,
         "rollingUpdateDefaults": PLAIN_BOOLEAN,
+        "autoscaled": PLAIN_BOOLEAN,
         "checkImageArchitecture": PLAIN_BOOLEAN,
         "createTimeout": PLAIN_STRING,
         "updateTimeout": PLAIN_STRING,

@@ -15,6 +15,7 @@ from tests.conftest import deployment_spec
 
 PDB = "kubernetes:policy/v1:PodDisruptionBudget"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+JOB = "kubernetes:batch/v1:Job"
 JOB_SPEC = {"template": {"spec": {"containers": [{"name": "t", "image": "i"}]}}}
 
 
@@ -284,3 +285,74 @@ def test_a_consumers_test_with_the_documented_mocks_can_read_the_childs_metadata
 
     check()
     assert seen == [(None, None, "llm", "train")]
+
+
+TIMEOUT_SECONDS = "pulumi.com/timeoutSeconds"
+
+
+def _annotated(seconds: object) -> dict[str, Any]:
+    return {"annotations": {TIMEOUT_SECONDS: seconds}}
+
+
+def test_the_users_timeout_seconds_annotation_is_honoured_for_every_operation(run) -> None:
+    # pulumi-kubernetes takes customTimeouts over the annotation (metadata/overrides.go
+    # TimeoutDuration), and the components always set create and update: the annotation
+    # would be ignored unless it becomes the children's custom timeouts.
+    result = run(
+        lambda: (
+            GpuDeployment("llm", spec=deployment_spec(), metadata=_annotated("5400")),
+            GpuJob("train", spec=JOB_SPEC, metadata=_annotated("600")),
+        )
+    )
+    assert result.one(DEPLOYMENT).custom_timeouts == ("5400s", "5400s", "5400s")
+    assert result.one(DEPLOYMENT).inputs["spec"]["progressDeadlineSeconds"] == 5400  # as long as Pulumi waits
+    assert result.one(JOB).custom_timeouts == ("600s", "600s", "600s")
+    assert result.one(JOB).inputs["metadata"] == _annotated("600")  # kept on the object as written
+
+
+def test_the_annotation_and_a_timeout_given_otherwise_must_agree(run) -> None:
+    same = run(lambda: GpuJob("train", spec=JOB_SPEC, metadata=_annotated("3600"), create_timeout="1h"))
+    assert same.one(JOB).custom_timeouts == ("1h", "3600s", "3600s")
+    caught: list[str] = []
+
+    def program() -> None:
+        opts = pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(delete="5m"))
+        with pytest.raises(PodSpecError) as raised:
+            GpuDeployment("llm", spec=deployment_spec(), metadata=_annotated("3600"), opts=opts)
+        caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    assert caught == [
+        "GpuDeployment('llm'): opts.custom_timeouts.delete is '5m' but "
+        "metadata.annotations['pulumi.com/timeoutSeconds'] is '3600': drop one of them"
+    ]
+
+
+@pytest.mark.parametrize("value", ["10m", "-5", "0", "1.5", "", 600, pulumi.Output.from_input("600")])
+def test_a_timeout_seconds_annotation_that_cannot_be_honoured_is_refused(run, value: object) -> None:
+    """pulumi-kubernetes would silently wait its default 10 minutes for a value it cannot parse."""
+    caught: list[str] = []
+
+    def program() -> None:
+        for component, spec in ((GpuDeployment, deployment_spec()), (GpuJob, JOB_SPEC)):
+            with pytest.raises(PodSpecError) as raised:
+                component("x", spec=spec, metadata=_annotated(value))
+            caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    expected = (
+        "plain value, not an Output"
+        if isinstance(value, pulumi.Output)
+        else "whole number of seconds above 0"
+    )
+    assert all(f"metadata.annotations['pulumi.com/timeoutSeconds'] must be a {expected}" in m for m in caught)
+
+
+def test_a_timeout_seconds_annotation_seen_only_once_outputs_resolve_fails_then(run) -> None:
+    for component, spec in ((GpuDeployment, deployment_spec()), (GpuJob, JOB_SPEC)):
+        with pytest.raises(Exception, match=r"timeoutSeconds'\] is known only once Outputs resolve"):
+            run(
+                lambda c=component, s=spec: c(
+                    "x", spec=s, metadata=pulumi.Output.from_input(_annotated("600"))
+                )
+            )

@@ -265,3 +265,42 @@ def test_a_min_ready_at_or_above_the_wait_gets_a_deadline_the_api_accepts(run) -
     spec = {**deployment_spec(), "minReadySeconds": 600}
     result = run(lambda: GpuDeployment("llm", spec=spec, create_timeout="5m", update_timeout="5m"))
     assert result.one(DEPLOYMENT).inputs["spec"]["progressDeadlineSeconds"] == 660
+
+
+PDB = "kubernetes:policy/v1:PodDisruptionBudget"
+
+
+def test_autoscaled_leaves_replicas_to_the_autoscaler_after_the_create(run) -> None:
+    # The engine fills an ignored path from the old inputs (step_generator.go
+    # processIgnoreChanges) and pulumi-kubernetes' server-side apply drops a field another
+    # field manager owns (await.go handleSSAIgnoreFields): the HPA's count stays.
+    result = run(lambda: GpuDeployment("llm", spec={**deployment_spec(), "replicas": 2}, autoscaled=True))
+    deployment = result.one(DEPLOYMENT)
+    assert deployment.ignore_changes == ["spec.replicas"]
+    assert deployment.inputs["spec"]["replicas"] == 2  # the count at create
+    assert result.one(PDB).inputs["spec"]["maxUnavailable"] == 1
+    fixed = run(lambda: GpuDeployment("llm", spec={**deployment_spec(), "replicas": 2}))
+    assert fixed.one(DEPLOYMENT).ignore_changes == []
+
+
+def test_autoscaled_keeps_the_pdb_even_from_one_replica_or_none_given(run) -> None:
+    """The autoscaler may scale out: one GPU pod at a time goes in a drain whatever the count is now."""
+    for spec in ({**deployment_spec(), "replicas": 1}, deployment_spec()):
+        result = run(lambda s=spec: GpuDeployment("llm", spec=s, autoscaled=True))
+        assert len(result.of_type(PDB)) == 1
+        assert result.one(DEPLOYMENT).ignore_changes == ["spec.replicas"]
+    opted_out = run(
+        lambda: GpuDeployment("llm", spec=deployment_spec(), autoscaled=True, pod_disruption_budget=False)
+    )
+    assert opted_out.of_type(PDB) == []
+
+
+def test_autoscaled_with_ignore_changes_of_yours_keeps_both(run) -> None:
+    opts = pulumi.ResourceOptions(ignore_changes=["metadata.labels", "spec.replicas"])
+    result = run(lambda: GpuDeployment("llm", spec=deployment_spec(), autoscaled=True, opts=opts))
+    assert result.one(DEPLOYMENT).ignore_changes == ["metadata.labels", "spec.replicas"]
+
+
+def test_autoscaled_must_be_a_boolean(run) -> None:
+    with pytest.raises(PodSpecError, match=r"autoscaled must be true or false, got 'yes'"):
+        run(lambda: GpuDeployment("llm", spec=deployment_spec(), autoscaled="yes"))

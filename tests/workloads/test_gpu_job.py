@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from infra import GpuJob, GpuJobArgs, PodSpecError, place_job_spec
 from infra.tooling.manifests import manifest_of, validate_manifest
-from infra.workloads.gpu_job import REPLACE_ON_CHANGES, REPLACE_UNREADY, TYPE_TOKEN
+from infra.workloads.gpu_job import REPLACE_ON_CHANGES, REPLACE_UNREADY, SKIP_AWAIT, TYPE_TOKEN, WAIT_FOR
 from infra.workloads.placement import DEFAULT_PLACEMENT
 from infra.workloads.scheduling import Node, placeable_on
 from tests.conftest import KUBERNETES_VERSION, gpu_node, system_node
@@ -393,3 +393,76 @@ def test_property_every_generated_job_is_valid_and_lands_only_on_gpu_nodes(pod: 
         assert limits.get("nvidia.com/gpu") == after.get("resources", {}).get("requests", {}).get(
             "nvidia.com/gpu"
         )
+
+
+def _refused(run, **kwargs: object) -> str:
+    """The refusal GpuJob gives for ``kwargs``, after checking nothing was declared."""
+    caught: list[str] = []
+
+    def program() -> None:
+        with pytest.raises(PodSpecError) as raised:
+            GpuJob("t", **kwargs)
+        caught.append(str(raised.value))
+
+    assert run(program).resources == []
+    return caught[0]
+
+
+@pytest.mark.parametrize(
+    ("annotations", "message"),
+    [
+        (
+            {SKIP_AWAIT: "true"},
+            r"\['pulumi.com/skipAwait'\] 'true' beside replace_unready=True: pulumi up would",
+        ),
+        (
+            {SKIP_AWAIT: pulumi.Output.from_input("true")},
+            r"\['pulumi.com/skipAwait'\] UNKNOWN beside replace",
+        ),
+        (
+            {WAIT_FOR: "condition=Complete"},
+            r"\['pulumi.com/waitFor'\] beside replace_unready=True: it replaces",
+        ),
+        ({WAIT_FOR: "jsonpath={.status.active}=1"}, r"replace the running Job"),
+    ],
+)
+def test_replace_unready_is_refused_beside_an_annotation_that_ends_the_wait_early(
+    run, annotations: dict, message: str
+) -> None:
+    # pulumi-kubernetes: skipAwait returns at once, waitFor replaces the wait for completion
+    # (metadata/overrides.go ReadyCondition, await/await.go `!custom`); then the next up's
+    # Diff replaces the Job that is not Complete (provider.go), a running one too.
+    error = _refused(run, spec=_deadline(), metadata={"annotations": annotations}, replace_unready=True)
+    assert re.search(message, error), error
+
+
+def test_replace_unready_beside_skip_await_in_output_metadata_fails_when_known(run) -> None:
+    metadata = pulumi.Output.from_input({"annotations": {SKIP_AWAIT: "true"}})
+    with pytest.raises(Exception, match=r"'pulumi.com/skipAwait'\] 'true' beside replace_unready=True"):
+        run(lambda: GpuJob("t", spec=_deadline(), metadata=metadata, replace_unready=True))
+
+
+def test_the_users_own_skip_await_gets_the_fixed_name_rule(run) -> None:
+    error = _refused(run, spec=job_spec(), metadata={"name": "train", "annotations": {SKIP_AWAIT: "true"}})
+    assert "fixed metadata.name" in error and "AlreadyExists" in error
+    auto_named = _job(
+        run(lambda: GpuJob("t", spec=job_spec(), metadata={"annotations": {SKIP_AWAIT: "true"}}))
+    )
+    assert auto_named["metadata"] == {"annotations": {SKIP_AWAIT: "true"}}
+    not_skipping = {"name": "train", "annotations": {SKIP_AWAIT: "false"}}
+    assert _job(run(lambda: GpuJob("t", spec=job_spec(), metadata=not_skipping)))["metadata"] == not_skipping
+
+
+def test_wait_for_beside_not_waiting_is_refused_since_pulumi_kubernetes_ignores_it(run) -> None:
+    error = _refused(
+        run,
+        spec=job_spec(),
+        metadata={"annotations": {WAIT_FOR: "condition=Complete"}},
+        wait_for_completion=False,
+    )
+    assert error == (
+        "GpuJob('t'): metadata.annotations['pulumi.com/waitFor'] beside wait_for_completion=False: "
+        "pulumi-kubernetes ignores it under pulumi.com/skipAwait; drop the annotation, or wait_for_completion=False"
+    )
+    waiting = {"annotations": {WAIT_FOR: "condition=Complete"}}
+    assert _job(run(lambda: GpuJob("t", spec=job_spec(), metadata=waiting)))["metadata"] == waiting

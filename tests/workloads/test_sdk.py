@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pulumi.runtime
 import pytest
 
 from infra.workloads import sdk
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_private_sdk_name_we_use_exists() -> None:
@@ -42,3 +54,37 @@ def test_an_automation_api_inline_program_sees_the_config_it_was_given(
         assert sdk.secret_config_keys() == {"p:token"}
     finally:
         pulumi.runtime.set_all_config({}, [])
+
+
+# A pulumi release that dropped the naming tables, as a consumer stack would meet it.
+WITHOUT_NAMING_TABLES = """
+import pulumi._types
+del pulumi._types.input_type_py_to_pulumi_names
+import infra  # must import: the internals are looked up when used
+from infra.workloads.sdk import SdkError
+try:
+    infra.place_pod_spec({"containers": [{"name": "m", "image": "i"}]}, gpus=1)
+except SdkError as error:
+    print(error)
+"""
+
+
+def test_an_sdk_without_an_internal_still_imports_and_says_what_is_missing_when_used() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_NAMING_TABLES], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    version = importlib.metadata.version("pulumi")
+    assert result.stdout.strip() == (
+        f"eks-gpu-infra reads pulumi._types.input_type_py_to_pulumi_names, which the installed pulumi {version} "
+        f"does not have (no public API does the same; checked up to pulumi {sdk.TESTED_UP_TO}). Install "
+        f"'pulumi<={sdk.TESTED_UP_TO}', or an eks-gpu-infra release that supports pulumi {version}"
+    )
+
+
+def test_the_package_does_not_cap_pulumi_above_the_newest_release_tested() -> None:
+    """A library's upper cap makes every consumer on a newer SDK fail to resolve (issue 26, item 15)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pulumi_requirement = next(r for r in project["dependencies"] if re.match(r"pulumi\b(?!-)", r))
+    assert "<" not in pulumi_requirement, pulumi_requirement
+    assert importlib.metadata.version("pulumi") == sdk.TESTED_UP_TO  # the suite runs on the release it names

@@ -13,8 +13,8 @@ import kubernetes_validate
 import pytest
 
 from infra.platform.config import SUPPORTED_KUBERNETES_VERSIONS
-from infra.workloads.deployment import DEPLOYMENT_SPEC_FIELDS
-from infra.workloads.job import JOB_SPEC_FIELDS, place_job_spec
+from infra.workloads.deployment import deployment_spec_fields
+from infra.workloads.job import job_spec_fields, place_job_spec
 
 SCHEMAS = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
 
@@ -26,8 +26,8 @@ def _properties(version: str, kind: str) -> frozenset[str]:
 
 @pytest.mark.parametrize("version", SUPPORTED_KUBERNETES_VERSIONS)
 def test_the_fields_passed_on_are_the_api_servers(version: str) -> None:
-    assert _properties(version, "jobspec-batch-v1") == JOB_SPEC_FIELDS
-    assert _properties(version, "deploymentspec-apps-v1") == DEPLOYMENT_SPEC_FIELDS
+    assert _properties(version, "jobspec-batch-v1") == job_spec_fields()
+    assert _properties(version, "deploymentspec-apps-v1") == deployment_spec_fields()
 
 
 def test_a_job_field_no_supported_cluster_knows_is_refused_before_anything_is_declared() -> None:
