@@ -51,11 +51,12 @@ JOBS = {"yaml": Consumer(STACKS / "training-yaml", "training", "finetune")}
 """Projects whose GpuJob trains: up waits until it completes."""
 
 
-def fresh_stack(kube: Kube, project: Path, namespace: str, stack: str = STACK) -> Stack:
-    """The project's stack, from nothing: no state left by an interrupted run, no objects."""
-    fresh = Stack(project, stack)
+def fresh_stack(kube: Kube, project: Path, namespace: str | None = None) -> Stack:
+    """The project's local stack, from nothing: no state left by an interrupted run, no objects."""
+    fresh = Stack(project, STACK)
     fresh.remove()
-    kube.delete_namespace(namespace)
+    if namespace:
+        kube.delete_namespace(namespace)
     fresh.init()
     return fresh
 
