@@ -1,6 +1,6 @@
 """``pulumi up`` of a GpuDeployment vs the same Deployment written by hand, on the local cluster.
 
-    .venv/bin/python bench/bench_pulumi_up.py [python|yaml ...]   # default: both
+    PYTHONPATH=. .venv/bin/python bench/bench_pulumi_up.py [python|yaml ...]   # default: both
 
 Both programs send the same Deployment object (the hand-written one is
 ``place_deployment_spec``'s output, so only the component's own work differs) and
@@ -114,7 +114,14 @@ def _yaml_project(component: bool) -> dict[str, str]:
             "bench": resource,
         },
     }
-    return {"Pulumi.yaml": yaml.safe_dump(program, sort_keys=False)}
+    return {"Pulumi.yaml": yaml.dump(program, Dumper=_NoAliases, sort_keys=False)}
+
+
+class _NoAliases(yaml.SafeDumper):
+    """Every value written out where it is used: Pulumi YAML refuses YAML aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 PROJECTS: dict[str, Callable[[bool], Mapping[str, str]]] = {"python": _python_project, "yaml": _yaml_project}
