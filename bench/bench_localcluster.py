@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_localcluster.py            # warm start, build no-op
     .venv/bin/python bench/bench_localcluster.py --cold     # + a cold Go build (30+ min on 2 cores)
     .venv/bin/python bench/bench_localcluster.py --suite    # + the whole suite's wall time, warm
-    .venv/bin/python bench/bench_localcluster.py --up       # + pulumi up: GpuDeployment vs plain Deployment
+    .venv/bin/python bench/bench_localcluster.py --up       # + pulumi up: GpuDeployment vs plain Deployment (Python, YAML)
 
 The warm start stops a running cluster first. ``--up`` then starts one (with the dev
 stack's nodes) and stops it when done.
@@ -63,10 +63,11 @@ def main() -> None:
     if args.suite:
         print(f"whole suite (bin/test), warm:            {timed(['bin/test']):.0f} s")
     if args.up:
-        from bench_pulumi_up import compare  # beside this script (bench/bench.py shadows a "bench" package)
+        # beside this script (bench/bench.py shadows a "bench" package)
+        from bench_pulumi_up import PROJECTS, compare, report
 
-        gpu, plain = compare()
-        print(f"pulumi up GpuDeployment / Deployment:    {gpu:.1f} s / {plain:.1f} s = {gpu / plain:.2f}x")
+        for language in PROJECTS:
+            print(report(language, *compare(language)))
 
 
 if __name__ == "__main__":

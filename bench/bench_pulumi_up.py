@@ -1,11 +1,17 @@
 """``pulumi up`` of a GpuDeployment vs the same Deployment written by hand, on the local cluster.
 
+    PYTHONPATH=. .venv/bin/python bench/bench_pulumi_up.py [python|yaml ...]   # default: both
+
 Both programs send the same Deployment object (the hand-written one is
 ``place_deployment_spec``'s output, so only the component's own work differs) and
-the provider waits until it is Available in both. Median of ``RUNS`` up/destroy
-cycles each. Starts the local cluster with the dev stack's nodes (as ``bin/local-cluster
-start``) when it is not running, and stops it afterwards only then; also run by
-bench_localcluster.py --up.
+the provider waits until it is Available in both. In Python the component runs in the
+program's process; in YAML the CLI starts the ``eks-gpu`` package's plugin
+(``provider/pulumi-resource-eks-gpu``, Python) and the YAML host asks it to construct
+the component, while the hand-written program is a plain ``kubernetes:apps/v1:Deployment``
+with the nodeSelector, toleration and GPU limits typed out. Median of ``RUNS``
+up/destroy cycles each. Starts the local cluster with the dev stack's nodes (as
+``bin/local-cluster start``) when it is not running, and stops it afterwards only then;
+also run by bench_localcluster.py --up.
 """
 
 from __future__ import annotations
@@ -15,7 +21,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from localcluster import cluster as local
 from localcluster.kube import Kube
@@ -48,14 +58,81 @@ else:
 """
 
 
-def _time_up(component: bool) -> float:
+def _python_project(component: bool) -> dict[str, str]:
+    return {
+        "Pulumi.yaml": "name: bench-up\nruntime: python\n",
+        "__main__.py": f"import sys; sys.path.insert(0, {str(local.ROOT)!r})\n"
+        + PROGRAM.format(kubeconfig=str(local.KUBECONFIG), component=component),
+    }
+
+
+def _yaml_project(component: bool) -> dict[str, str]:
+    """The same Deployment in Pulumi YAML: through the eks-gpu package, or typed out by hand."""
+    from infra.tooling.offline import platform_contract
+    from infra.workloads.deployment import place_deployment_spec
+
+    placement = platform_contract("dev")
+    labels = {"app": "bench"}
+    container = {"name": "m", "image": "registry.invalid/m:1", "securityContext": {"runAsUser": 1000}}
+    spec = {
+        "replicas": 1,
+        "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+    }
+    meta = {"name": "bench", "namespace": "default"}
+    if component:
+        properties: dict[str, Any] = {
+            "metadata": meta,
+            "spec": spec,
+            "gpus": 1,
+            "pool": "inference",
+            "placement": placement,
+            "checkImageArchitecture": False,
+        }
+        resource = {
+            "type": "eks-gpu:GpuDeployment",
+            "properties": properties,
+            "options": {"providers": ["${local}"]},
+        }
+    else:
+        placed = place_deployment_spec(spec, placement, 1, pool="inference")
+        properties = {"metadata": meta, "spec": placed}
+        resource = {
+            "type": "kubernetes:apps/v1:Deployment",
+            "properties": properties,
+            "options": {"provider": "${local}"},
+        }
+    program = {
+        "name": "bench-up-yaml",
+        "runtime": "yaml",
+        "packages": {"eks-gpu": str(local.ROOT / "provider")},
+        "resources": {
+            "local": {
+                "type": "pulumi:providers:kubernetes",
+                "properties": {"kubeconfig": {"fn::readFile": str(local.KUBECONFIG)}},
+            },
+            "bench": resource,
+        },
+    }
+    return {"Pulumi.yaml": yaml.dump(program, Dumper=_NoAliases, sort_keys=False)}
+
+
+class _NoAliases(yaml.SafeDumper):
+    """Every value written out where it is used: Pulumi YAML refuses YAML aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+PROJECTS: dict[str, Callable[[bool], Mapping[str, str]]] = {"python": _python_project, "yaml": _yaml_project}
+"""Each language's project: ``project(component)`` -> its files."""
+
+
+def _time_up(files: Mapping[str, str]) -> float:
     with tempfile.TemporaryDirectory(prefix="bench-up-") as directory:
         project = Path(directory)
-        (project / "Pulumi.yaml").write_text("name: bench-up\nruntime: python\n")
-        (project / "__main__.py").write_text(
-            f"import sys; sys.path.insert(0, {str(local.ROOT)!r})\n"
-            + PROGRAM.format(kubeconfig=str(local.KUBECONFIG), component=component)
-        )
+        for name, text in files.items():
+            (project / name).write_text(text)
         stack = Stack(project, "bench")
         stack.init()
         times = []
@@ -87,20 +164,27 @@ def start_cluster() -> None:
         raise SystemExit(f"bin/local-cluster start failed:\n{result.stdout}\n{result.stderr}")
 
 
-def compare() -> tuple[float, float]:
-    """(GpuDeployment, plain Deployment) median ``pulumi up`` seconds; starts the cluster if needed,
-    and then stops it again (a cluster that was running is left running)."""
+def compare(language: str = "python") -> tuple[float, float]:
+    """(GpuDeployment, plain Deployment) median ``pulumi up`` seconds in ``language``; starts the
+    cluster if needed, and then stops it again (a cluster that was running is left running)."""
+    project = PROJECTS[language]
     started = not running()
     if started:
         start_cluster()
     try:
         Kube(local.KUBECONFIG)  # fails early on a bad kubeconfig
-        return _time_up(True), _time_up(False)
+        return _time_up(project(True)), _time_up(project(False))
     finally:
         if started:
             local.stop(lambda _: None)
 
 
+def report(language: str, gpu: float, plain: float) -> str:
+    return (
+        f"pulumi up GpuDeployment / Deployment ({language}): {gpu:.1f} s / {plain:.1f} s = {gpu / plain:.2f}x"
+    )
+
+
 if __name__ == "__main__":
-    gpu, plain = compare()
-    print(f"pulumi up GpuDeployment / Deployment: {gpu:.1f} s / {plain:.1f} s = {gpu / plain:.2f}x")
+    for language in sys.argv[1:] or list(PROJECTS):
+        print(report(language, *compare(language)))

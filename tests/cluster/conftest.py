@@ -12,11 +12,16 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+import yaml
 
+from infra.tooling.offline import PLATFORM_ROOT, run_project
 from localcluster import cluster as local
 from localcluster.kube import Kube
+from localcluster.pulumi_cli import Stack
 
 ROOT = local.ROOT
+STAND_IN = ROOT / "localcluster" / "platform-stack"
+PLATFORM_STACK = "local"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -39,3 +44,24 @@ def kube() -> Iterator[Kube]:
     yield Kube(local.KUBECONFIG)
     if started:
         local.stop(lambda _: None)
+
+
+@pytest.fixture(scope="session")
+def platform(kube: Kube) -> Iterator[Stack]:
+    """The stand-in platform stack the consumer stacks reference (``organization/eks-gpu-platform/local``).
+
+    Its outputs are written from the dev platform program's exports and the local cluster's
+    kubeconfig, never hand-copied (localcluster/platform-stack/Pulumi.yaml).
+    """
+    exports = run_project(PLATFORM_ROOT, "dev").stack_outputs
+    config = {
+        "eks-gpu-platform:placement": exports["placement"],
+        "eks-gpu-platform:kubeconfig": local.KUBECONFIG.read_text(),
+    }
+    (STAND_IN / f"Pulumi.{PLATFORM_STACK}.yaml").write_text(yaml.safe_dump({"config": config}))
+    stack = Stack(STAND_IN, PLATFORM_STACK)
+    stack.init()
+    stack.up()
+    yield stack
+    stack.destroy()
+    stack.remove()

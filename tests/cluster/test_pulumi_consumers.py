@@ -1,61 +1,64 @@
 """The consumer stacks, deployed by the real Pulumi engine onto the local cluster.
 
-``pulumi up`` / ``preview`` / ``destroy`` of ``stacks/inference`` (Python) on its
-documented ``local`` stack (``Pulumi.local.yaml``), against a stand-in
-platform stack that exports the local kubeconfig and the placement the dev
-platform program exports. The real pulumi-kubernetes provider waits for the
-Deployment to be Available; the real scheduler decides where its pods run.
+``pulumi up`` / ``preview`` / ``destroy`` of each consumer project on its documented
+``local`` stack (``Pulumi.local.yaml``), against the stand-in platform stack (the
+``platform`` fixture, tests/cluster/conftest.py). The real pulumi-kubernetes provider
+waits for the Deployment to be Available and for the Job to complete; the real
+scheduler decides where their pods run; kwok runs them (its ``pod-ready`` and
+``pod-complete`` stages: a Job's pod succeeds once running, localcluster/cluster.py).
 
-The YAML and TypeScript consumers go through the ``eks-gpu`` component package, a
-plugin run from Python source: the Python language host the Go module proxy serves
-(v3.68.0, localcluster/pulumi/README.md) cannot start such plugins for CLI v3.276,
-so they are not run here.
+The YAML consumers (pulumi-yaml v1.25.0) reach the components through the ``eks-gpu``
+package: the CLI executes ``provider/pulumi-resource-eks-gpu`` itself, Python source and
+all, with no language host in between (localcluster/pulumi/README.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from kubernetes import client
 
-from infra.tooling.offline import PLATFORM_ROOT, run_project
+from infra.tooling.offline import PLATFORM_ROOT
 from infra.workloads.placement import POOL_LABEL
-from localcluster import cluster as local
 from localcluster.kube import Kube
 from localcluster.pulumi_cli import Stack
 
 STACK = "local"
-STAND_IN = local.ROOT / "localcluster" / "platform-stack"
-CONSUMERS = {"python": PLATFORM_ROOT / "stacks" / "inference"}
+STACKS = PLATFORM_ROOT / "stacks"
 
 
-@pytest.fixture(scope="module")
-def platform(kube: Kube) -> Iterator[Stack]:
-    """The stand-in platform stack, its outputs written from the dev platform program's exports."""
-    exports = run_project(PLATFORM_ROOT, "dev").stack_outputs
-    config = {
-        "eks-gpu-platform:placement": exports["placement"],
-        "eks-gpu-platform:kubeconfig": local.KUBECONFIG.read_text(),
-    }
-    (STAND_IN / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump({"config": config}))
-    stack = Stack(STAND_IN, STACK)
-    stack.init()
-    stack.up()
-    yield stack
-    stack.destroy()
-    stack.remove()
+@dataclass(frozen=True)
+class Consumer:
+    """A consumer project and what its local stack runs: the pool its pods ask for, their app label."""
+
+    project: Path
+    pool: str
+    app: str
 
 
-def _fresh_consumer(kube: Kube, project: Path, namespace: str) -> Stack:
+CONSUMERS = {
+    "python": Consumer(STACKS / "inference", "inference", "triton"),
+    "yaml": Consumer(STACKS / "inference-yaml", "inference", "triton"),
+}
+"""Projects whose GpuDeployment serves: up makes it Available."""
+JOBS = {"yaml": Consumer(STACKS / "training-yaml", "training", "finetune")}
+"""Projects whose GpuJob trains: up waits until it completes."""
+
+
+def fresh_stack(kube: Kube, project: Path, namespace: str | None = None) -> Stack:
     """The project's local stack, from nothing: no state left by an interrupted run, no objects."""
-    stack = Stack(project, STACK)
-    stack.remove()
-    kube.delete_namespace(namespace)
-    stack.init()
-    return stack
+    fresh = Stack(project, STACK)
+    fresh.remove()
+    if namespace:
+        kube.delete_namespace(namespace)
+    fresh.init()
+    return fresh
 
 
 def _namespace(project: Path) -> str:
@@ -63,28 +66,94 @@ def _namespace(project: Path) -> str:
     return next(v for k, v in config.items() if k.endswith(":namespace"))
 
 
+def _assert_on_pool(kube: Kube, pods: list[client.V1Pod], pool: str) -> None:
+    for pod in pods:
+        node = kube.core.read_node(pod.spec.node_name)
+        assert node.metadata.labels.get(POOL_LABEL) == pool, pod.spec.node_name
+
+
+def _assert_nothing_left(kube: Kube, namespace: str) -> None:
+    assert not kube.core.list_namespaced_pod(namespace).items
+    assert namespace not in {
+        n.metadata.name for n in kube.core.list_namespace().items if n.status.phase == "Active"
+    }
+
+
 @pytest.mark.parametrize("language", sorted(CONSUMERS))
 def test_up_makes_the_deployment_available_on_its_pool_and_destroy_leaves_nothing(
     kube: Kube, platform: Stack, language: str
 ) -> None:
-    project = CONSUMERS[language]
-    namespace = _namespace(project)
-    stack = _fresh_consumer(kube, project, namespace)
+    consumer = CONSUMERS[language]
+    namespace = _namespace(consumer.project)
+    stack = fresh_stack(kube, consumer.project, namespace)
     try:
         stack.up()  # pulumi-kubernetes waits until the Deployment is Available, or fails
         outputs = stack.outputs()
         deployment = client.AppsV1Api(kube.api).read_namespaced_deployment(outputs["deployment"], namespace)
         assert deployment.status.available_replicas == deployment.spec.replicas
-        pods = kube.pods(namespace, "app.kubernetes.io/name=triton")
+        pods = kube.pods(namespace, f"app.kubernetes.io/name={consumer.app}")
         assert len(pods) == deployment.spec.replicas
-        for pod in pods:
-            node = kube.core.read_node(pod.spec.node_name)
-            assert node.metadata.labels.get(POOL_LABEL) == "inference", pod.spec.node_name
+        _assert_on_pool(kube, pods, consumer.pool)
         # A second preview against what is deployed: nothing to change.
         stack.preview("--expect-no-changes")
     finally:
         stack.destroy()
-    assert not kube.core.list_namespaced_pod(namespace).items
-    assert namespace not in {
-        n.metadata.name for n in kube.core.list_namespace().items if n.status.phase == "Active"
+    _assert_nothing_left(kube, namespace)
+
+
+@pytest.mark.parametrize("language", sorted(JOBS))
+def test_up_runs_the_job_to_completion_on_its_pool_and_destroy_leaves_nothing(
+    kube: Kube, platform: Stack, language: str
+) -> None:
+    consumer = JOBS[language]
+    namespace = _namespace(consumer.project)
+    stack = fresh_stack(kube, consumer.project, namespace)
+    try:
+        stack.up()  # pulumi-kubernetes waits until the Job is Complete, or fails
+        job = client.BatchV1Api(kube.api).read_namespaced_job(stack.outputs()["job"], namespace)
+        complete = [c for c in job.status.conditions or [] if c.type == "Complete"]
+        assert [c.status for c in complete] == ["True"]
+        assert job.status.succeeded == (job.spec.completions or 1)
+        pods = kube.pods(namespace, f"app.kubernetes.io/name={consumer.app}")
+        assert pods and {p.status.phase for p in pods} == {"Succeeded"}
+        _assert_on_pool(kube, pods, consumer.pool)
+        stack.preview("--expect-no-changes")
+    finally:
+        stack.destroy()
+    _assert_nothing_left(kube, namespace)
+
+
+def _documented_yaml_example() -> dict[str, Any]:
+    """The YAML program docs/components.md shows (readers copy it), made a project of its own."""
+    guide = (PLATFORM_ROOT / "docs" / "components.md").read_text()
+    start = guide.index("\n## Use the components from TypeScript, Go or YAML\n")
+    section = guide[start : guide.index("\n## ", start + 1)]
+    (example,) = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
+    program = {"name": "docs-yaml-example", "runtime": "yaml", **yaml.safe_load(example)}
+    program["packages"] = {"eks-gpu": str(PLATFORM_ROOT / "provider")}
+    program["resources"]["platform"]["properties"]["name"] = "organization/eks-gpu-platform/local"
+    return program
+
+
+def test_the_documented_yaml_example_previews_on_the_real_engine(
+    kube: Kube, platform: Stack, tmp_path: Path
+) -> None:
+    # The YAML host type-checks it against the package schema, the components construct and
+    # place it with the placement the platform exports: a renamed or dropped input fails here.
+    program = _documented_yaml_example()
+    (tmp_path / "Pulumi.yaml").write_text(yaml.safe_dump(program, sort_keys=False))
+    (tmp_path / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump({"config": {"eks-gpu:imageCheck": "off"}}))
+    stack = Stack(tmp_path, STACK)
+    stack.init()
+    try:
+        steps = json.loads(stack.preview("--json").stdout)["steps"]
+    finally:
+        stack.remove()
+    types = {step["newState"]["type"] for step in steps if step.get("newState")}
+    assert types >= {
+        "eks-gpu:index:GpuDeployment",
+        "kubernetes:apps/v1:Deployment",
+        "kubernetes:policy/v1:PodDisruptionBudget",  # replicas: 2
+        "eks-gpu:index:GpuJob",
+        "kubernetes:batch/v1:Job",
     }
