@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from localcluster.cluster import BIN, ROOT
-from localcluster.pulumi_cli import environment
+from localcluster.pulumi_cli import environment, prepare
 
 PLUGIN = ROOT / "provider" / "pulumi-resource-eks-gpu"
 """The package's plugin file: the CLI executes it (no language host) and asks it for its schema."""
@@ -27,6 +27,7 @@ TYPESCRIPT_SDK = ROOT / "stacks" / "inference-ts" / "sdks" / "eks-gpu"
 
 def package_schema() -> str:
     """The package's schema (JSON), as ``pulumi package get-schema`` receives it from the running plugin."""
+    prepare()
     return _run(BIN / "pulumi", "package", "get-schema", str(PLUGIN)).stdout
 
 
