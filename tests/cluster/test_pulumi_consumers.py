@@ -6,10 +6,9 @@ platform stack that exports the local kubeconfig and the placement the dev
 platform program exports. The real pulumi-kubernetes provider waits for the
 Deployment to be Available; the real scheduler decides where its pods run.
 
-The YAML and TypeScript consumers go through the ``eks-gpu`` component package, a
-plugin run from Python source: the Python language host the Go module proxy serves
-(v3.68.0, localcluster/pulumi/README.md) cannot start such plugins for CLI v3.276,
-so they are not run here.
+The TypeScript consumer goes through the ``eks-gpu`` component package: the CLI executes
+its plugin file (``provider/pulumi-resource-eks-gpu``) and the Python component builds the
+Deployment, as a remote component of the TypeScript program.
 """
 
 from __future__ import annotations
@@ -29,7 +28,11 @@ from localcluster.pulumi_cli import Stack
 
 STACK = "local"
 STAND_IN = local.ROOT / "localcluster" / "platform-stack"
-CONSUMERS = {"python": PLATFORM_ROOT / "stacks" / "inference"}
+CONSUMERS = {
+    "python": PLATFORM_ROOT / "stacks" / "inference",
+    # Through the eks-gpu package's generated SDK, on the npm packages bin/setup installs.
+    "typescript": PLATFORM_ROOT / "stacks" / "inference-ts",
+}
 
 
 @pytest.fixture(scope="module")
