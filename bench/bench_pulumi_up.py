@@ -56,20 +56,25 @@ def _time_up(component: bool) -> float:
             f"import sys; sys.path.insert(0, {str(local.ROOT)!r})\n"
             + PROGRAM.format(kubeconfig=str(local.KUBECONFIG), component=component)
         )
-        stack = Stack(project, "bench")
-        stack.init()
-        times = []
-        try:
-            for _ in range(RUNS):
-                start = time.perf_counter()
-                try:
-                    stack.up()
-                    times.append(time.perf_counter() - start)
-                finally:
-                    stack.destroy()  # what a failed up did create goes too
-        finally:
-            stack.remove()
-        return statistics.median(times)
+        return median_up(project)
+
+
+def median_up(project: Path) -> float:
+    """Median seconds of ``RUNS`` ``pulumi up`` of ``project``'s ``bench`` stack, each destroyed after."""
+    stack = Stack(project, "bench")
+    stack.init()
+    times = []
+    try:
+        for _ in range(RUNS):
+            start = time.perf_counter()
+            try:
+                stack.up()
+                times.append(time.perf_counter() - start)
+            finally:
+                stack.destroy()  # what a failed up did create goes too
+    finally:
+        stack.remove()
+    return statistics.median(times)
 
 
 def running() -> bool:
