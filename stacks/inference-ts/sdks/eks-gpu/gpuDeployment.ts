@@ -45,6 +45,7 @@ export class GpuDeployment extends pulumi.ComponentResource {
             if (args?.spec === undefined && !opts.urn) {
                 throw new Error("Missing required property 'spec'");
             }
+            resourceInputs["autoscaled"] = args?.autoscaled;
             resourceInputs["checkImageArchitecture"] = args?.checkImageArchitecture;
             resourceInputs["createTimeout"] = args?.createTimeout;
             resourceInputs["deleteTimeout"] = args?.deleteTimeout;
@@ -72,6 +73,10 @@ export class GpuDeployment extends pulumi.ComponentResource {
  * The set of arguments for constructing a GpuDeployment resource.
  */
 export interface GpuDeploymentArgs {
+    /**
+     * A HorizontalPodAutoscaler (or KEDA) owns spec.replicas (default false). True: spec.replicas, if given, is the count at create, later `pulumi up`s never send it again (the Deployment ignores changes to it), so the autoscaler's count stays; the PodDisruptionBudget is declared whatever the count.
+     */
+    autoscaled?: boolean;
     /**
      * Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true).
      */
