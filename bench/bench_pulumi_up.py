@@ -133,20 +133,25 @@ def _time_up(files: Mapping[str, str]) -> float:
         project = Path(directory)
         for name, text in files.items():
             (project / name).write_text(text)
-        stack = Stack(project, "bench")
-        stack.init()
-        times = []
-        try:
-            for _ in range(RUNS):
-                start = time.perf_counter()
-                try:
-                    stack.up()
-                    times.append(time.perf_counter() - start)
-                finally:
-                    stack.destroy()  # what a failed up did create goes too
-        finally:
-            stack.remove()
-        return statistics.median(times)
+        return median_up(project)
+
+
+def median_up(project: Path) -> float:
+    """Median seconds of ``RUNS`` ``pulumi up`` of ``project``'s ``bench`` stack, each destroyed after."""
+    stack = Stack(project, "bench")
+    stack.init()
+    times = []
+    try:
+        for _ in range(RUNS):
+            start = time.perf_counter()
+            try:
+                stack.up()
+                times.append(time.perf_counter() - start)
+            finally:
+                stack.destroy()  # what a failed up did create goes too
+    finally:
+        stack.remove()
+    return statistics.median(times)
 
 
 def running() -> bool:

@@ -7,6 +7,7 @@
 # Each sub-directory here is one Go module whose go.mod/go.sum pin what is built
 # (see README.md next to this script for what each pin is and why):
 #   cli/                 pulumi                   (pulumi/pkg/v3 v3.276.0)
+#   cli/sdkgen/          pulumi-sdkgen-nodejs     (our main over pkg/v3's codegen/nodejs, same pins)
 #   language-hosts/      pulumi-language-python,  (pulumi/sdk/v3 v3.68.0: the newest
 #                        pulumi-language-nodejs    served sdk/v3 zip that holds them)
 #   yaml/                pulumi-language-yaml     (pulumi-yaml v1.25.0)
@@ -54,6 +55,12 @@ step "building pulumi $PULUMI_VERSION (github.com/pulumi/pulumi/pkg/v3/cmd/pulum
 (cd "$here/cli" && go build -tags osusergo,grpcnotrace \
 	-ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
 	-o "$out/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+
+# TypeScript SDKs of component packages (what `pulumi package add` asks a Node.js host for, which
+# the v3.68 host cannot do): our small main over pkg/v3's own codegen/nodejs, in the CLI's module so
+# it builds from the same pins (cli/sdkgen/main.go).
+step "building pulumi-sdkgen-nodejs (localcluster/pulumi/cli/sdkgen: pkg/v3 $PULUMI_VERSION codegen/nodejs)"
+(cd "$here/cli" && go build -ldflags "-s -w" -o "$out/pulumi-sdkgen-nodejs" ./sdkgen)
 
 # --- 2. language hosts for Python and Node.js ---------------------------------
 for lang in python nodejs; do
@@ -113,4 +120,4 @@ chmod -R u+w "$k8s_scratch"   # files from the module cache are read-only
 	&& go build -ldflags "-s -w -X $K8S_MODULE/pkg/version.Version=$K8S_VERSION" \
 		-o "$out/pulumi-resource-kubernetes" .)
 
-step "done: pulumi pulumi-language-{python,nodejs,yaml} pulumi-resource-kubernetes and the scripts are in $out"
+step "done: pulumi pulumi-sdkgen-nodejs pulumi-language-{python,nodejs,yaml} pulumi-resource-kubernetes and the scripts are in $out"

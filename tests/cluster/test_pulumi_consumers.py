@@ -7,7 +7,8 @@ waits for the Deployment to be Available and for the Job to complete; the real
 scheduler decides where their pods run; kwok runs them (its ``pod-ready`` and
 ``pod-complete`` stages: a Job's pod succeeds once running, localcluster/cluster.py).
 
-The YAML consumers (pulumi-yaml v1.25.0) reach the components through the ``eks-gpu``
+The YAML consumers (pulumi-yaml v1.25.0) and the TypeScript one (npm @pulumi/pulumi with the
+SDK generated from the package's schema) reach the components through the ``eks-gpu``
 package: the CLI executes ``provider/pulumi-resource-eks-gpu`` itself, Python source and
 all, with no language host in between (localcluster/pulumi/README.md).
 """
@@ -45,6 +46,8 @@ class Consumer:
 CONSUMERS = {
     "python": Consumer(STACKS / "inference", "inference", "triton"),
     "yaml": Consumer(STACKS / "inference-yaml", "inference", "triton"),
+    # Through the eks-gpu package's generated SDK, on the npm packages bin/setup installs.
+    "typescript": Consumer(STACKS / "inference-ts", "inference", "triton"),
 }
 """Projects whose GpuDeployment serves: up makes it Available."""
 JOBS = {"yaml": Consumer(STACKS / "training-yaml", "training", "finetune")}
