@@ -1,13 +1,18 @@
-"""The CrossGuard pack starts in its own environment, the way `pulumi preview --policy-pack policy` starts it.
+"""The pack file starts the CrossGuard pack in its own environment, as `pulumi preview --policy-pack` does.
 
-The CLI runs the pack's ``__main__.py`` with the virtualenv ``PulumiPolicy.yaml`` names;
-the pack serves the Analyzer gRPC API on loopback and prints its port. Here that
-environment is the one ``policy/install`` builds (as ``.ci/run`` does on a fresh
-clone), and the test asks the running pack what it enforces.
+The CLI executes ``policy/eks-gpu-guardrails`` with the engine's address as its one argument
+(pulumi/pulumi pkg/v3 ``resource/plugin/analyzer_plugin.go``); the file runs the pack with the
+virtualenv ``PulumiPolicy.yaml`` names, the one ``policy/install`` builds (as ``.ci/run`` does on
+a fresh clone), and the pack prints the port it serves the Analyzer API on. Here it is started
+that way with no other Python to fall back on, and asked what it enforces; the real engine's
+verdicts are tests/cluster/test_policy_pack.py's.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,22 +25,28 @@ from pulumi.runtime.proto import analyzer_pb2_grpc
 from infra.tooling.policy_rules import RULES
 
 POLICY = Path(__file__).resolve().parents[2] / "policy"
+PACK = POLICY / "eks-gpu-guardrails"
 PYTHON = POLICY / ".venv" / "bin" / "python"
 
 
-def test_the_pack_names_the_virtualenv_its_installer_builds() -> None:
+def test_the_pack_file_uses_the_virtualenv_its_installer_builds() -> None:
     options = yaml.safe_load((POLICY / "PulumiPolicy.yaml").read_text())["runtime"]["options"]
     assert options["virtualenv"] == ".venv"
     assert ".venv" in (POLICY / "install").read_text()
+    assert '"$here/.venv/bin/python"' in PACK.read_text()
+    assert os.access(PACK, os.X_OK)
 
 
 @pytest.fixture
-def pack():
+def pack(tmp_path: Path):
     if not PYTHON.exists():
         pytest.skip("policy/.venv is missing: bin/setup (or policy/install) builds it")
+    env = {k: v for k, v in os.environ.items() if k not in ("PULUMI_PYTHON_CMD", "VIRTUAL_ENV")}
+    env["PATH"] = "/nonexistent"  # nothing but the pack's own virtualenv can run it
     process = subprocess.Popen(
-        [str(PYTHON), "-u", "__main__.py"],
-        cwd=POLICY,
+        ["/bin/sh", str(PACK), "127.0.0.1:1"],
+        cwd=tmp_path,  # the CLI runs it from the project's folder, not the pack's
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -49,9 +60,47 @@ def pack():
         process.wait(timeout=10)
 
 
-def test_the_pack_starts_in_its_own_environment_and_serves_every_rule(pack: str) -> None:
+def test_the_pack_file_starts_the_pack_in_its_own_environment_serving_every_rule(pack: str) -> None:
     with grpc.insecure_channel(pack) as channel:
         grpc.channel_ready_future(channel).result(timeout=30)
         info = analyzer_pb2_grpc.AnalyzerStub(channel).GetAnalyzerInfo(empty_pb2.Empty(), timeout=30)
     assert info.name == "eks-gpu-guardrails"
     assert [p.name for p in info.policies] == [r.name for r in RULES]
+
+
+@pytest.mark.parametrize(
+    ("python_cmd", "looked"),
+    [
+        ("/nowhere/python", "then $PULUMI_PYTHON_CMD (/nowhere/python)."),
+        (None, "then $PULUMI_PYTHON_CMD (unset), then python3 on PATH."),
+    ],
+)
+def test_without_an_interpreter_the_pack_file_names_each_one_it_looked_for(
+    tmp_path: Path, python_cmd: str | None, looked: str
+) -> None:
+    copy = tmp_path / PACK.name  # a pack folder with no .venv
+    shutil.copy(PACK, copy)
+    env = {"PATH": "/nonexistent", **({"PULUMI_PYTHON_CMD": python_cmd} if python_cmd else {})}
+    result = subprocess.run(["/bin/sh", str(copy), "127.0.0.1:1"], env=env, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert (
+        f"no Python interpreter to run the policy pack: looked for {tmp_path}/.venv/bin/python, {looked}"
+        in (result.stderr)
+    )
+    assert f"{tmp_path}/install" in result.stderr
+
+
+def test_the_readme_docs_and_workflows_run_the_pack_file() -> None:
+    """One form everywhere: the one tests/cluster/test_policy_pack.py runs on the built CLI."""
+    root = POLICY.parent
+    named = PACK.relative_to(root).as_posix()
+    steps = [
+        step
+        for workflow in (root / ".github" / "workflows").glob("*.yml")
+        for job in yaml.safe_load(workflow.read_text())["jobs"].values()
+        for step in job["steps"]
+        if str(step.get("uses", "")).startswith("pulumi/actions@")
+    ]
+    assert steps and {step["with"].get("policyPacks") for step in steps} == {named}
+    for doc in (root / "README.md", *(root / "docs").glob("*.md")):
+        assert set(re.findall(r"--policy-pack ([\w./-]+)", doc.read_text())) <= {named}, doc
