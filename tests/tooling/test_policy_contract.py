@@ -129,19 +129,6 @@ def test_the_preview_judges_a_consumer_by_the_contract_its_gpu_components_place(
     assert "add nodeSelector {'example.com/accelerator': 'nvidia'}" in lines[1]
 
 
-def test_the_pack_judges_a_consumer_by_the_contract_its_gpu_components_place(
-    monkeypatch, consumer: Path
-) -> None:
-    _, policies = crossguard.pack_module(monkeypatch)
-    run = run_project(consumer, "dev")
-    failures = crossguard.mandatory(
-        crossguard.analyze_run(crossguard.servicer(policies), run, "consumer", "dev")
-    )
-    assert len(failures) == 2 and all("\nrogue requests nvidia.com/gpu" in f for f in failures)
-    assert "add the toleration {'key': 'example.com/accelerator'" in failures[0]
-    assert "add nodeSelector {'example.com/accelerator': 'nvidia'}" in failures[1]
-
-
 def test_a_stack_that_declares_no_contract_is_judged_by_the_default_and_pack_config_overrides() -> None:
     gpu_pod = {"containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
     rogue = ("kubernetes:apps/v1:Deployment", "rogue", {"spec": {"template": {"spec": gpu_pod}}})

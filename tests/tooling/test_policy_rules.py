@@ -332,52 +332,6 @@ def test_the_crossguard_pack_wraps_every_rule(monkeypatch) -> None:
     assert reported[0][1] == "urn:rogue"
 
 
-def test_pack_config_placement_overrides_the_contract_for_its_policy(monkeypatch) -> None:
-    """Through pulumi_policy's analyzer as the CLI drives it, with --policy-pack-config per policy.
-
-    The stack here declares no contract (no placement output, node groups or GPU
-    components), so it is judged by GPU=true unless a policy's config names another.
-    """
-    _, policies = crossguard.pack_module(monkeypatch)
-    custom = Placement("accelerator", "t4g")
-    placed = _deployment(
-        place_pod_spec(GPU_POD, custom)
-    )  # right for a platform whose contract is accelerator=t4g
-    config = {"placement": {"key": "accelerator", "value": "t4g"}}
-
-    def mandatory(analyzer) -> list[str]:
-        response = crossguard.analyze_stack(analyzer, [("kubernetes:apps/v1:Deployment", "server", placed)])
-        return [d.message for d in response.diagnostics if crossguard.level(d) == "mandatory"]
-
-    unconfigured = mandatory(crossguard.servicer(policies))
-    assert any("does not tolerate the GPU taint: add the toleration {'key': 'GPU'" in m for m in unconfigured)
-    assert mandatory(crossguard.servicer(policies, {"gpu-workload-placement": config})) == []
-    # the stack policy too: a DaemonSet selecting accelerator=t4g nodes without tolerating their taint
-    exporter = (
-        "kubernetes:apps/v1:DaemonSet",
-        "exporter",
-        {
-            "metadata": {"name": "exporter"},
-            "spec": {
-                "template": {"spec": {"containers": [{"name": "e"}], "nodeSelector": {"accelerator": "t4g"}}}
-            },
-        },
-    )
-
-    def stack_mandatory(analyzer) -> list[str]:
-        response = crossguard.analyze_stack(analyzer, [exporter])
-        return [d.message for d in response.diagnostics if crossguard.level(d) == "mandatory"]
-
-    assert stack_mandatory(crossguard.servicer(policies)) == []  # not GPU nodes under the default contract
-    (failure,) = stack_mandatory(crossguard.servicer(policies, {"gpu-agents-on-gpu-pools": config}))
-    assert "DaemonSet/exporter is meant for GPU nodes but misses GPU pool(s)" in failure
-    assert "untolerated taint accelerator=t4g:NoSchedule" in failure
-    info = crossguard.servicer(policies).GetAnalyzerInfo(None, None)
-    for policy in info.policies:  # the CLI validates --policy-pack-config against this schema
-        schema = dict(policy.configSchema.properties)["placement"]
-        assert schema["required"] == ["key", "value"] and schema["additionalProperties"] is False
-
-
 @pytest.mark.parametrize(
     ("config", "message"),
     [
