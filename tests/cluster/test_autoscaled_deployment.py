@@ -100,3 +100,64 @@ def test_the_hpas_count_survives_preview_refresh_and_an_update(kube: Kube, stack
     assert deployment.status.ready_replicas == HPA_MIN
     assert _replicas_owners(deployment) == owners  # Pulumi's apply left the field to the HPA
     stack.preview("--expect-no-changes")
+
+
+OFF_NAMESPACE = "autoscaled-off"
+PULUMI_MANAGER = "pulumi-kubernetes-0123abcd"
+"""Stands for pulumi-kubernetes' server-side apply field manager (an Apply, as its updates are)."""
+
+
+def _apply_replicas(kube: Kube, replicas: int, force: bool) -> Any:
+    """The Deployment as Pulumi applies it, ``force`` being what ``pulumi.com/patchForce: "true"`` sets."""
+    manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "llm", "namespace": OFF_NAMESPACE},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "llm"}},
+            "template": {
+                "metadata": {"labels": {"app": "llm"}},
+                "spec": {"containers": [{"name": "llm", "image": "registry.invalid/llm:1"}]},
+            },
+        },
+    }
+    return kube.resource(manifest).server_side_apply(
+        body=manifest,
+        name="llm",
+        namespace=OFF_NAMESPACE,
+        field_manager=PULUMI_MANAGER,
+        force_conflicts=force,
+    )
+
+
+def test_turning_autoscaled_off_needs_the_live_count_or_patch_force(kube: Kube) -> None:
+    """What docs/components.md says of turning ``autoscaled`` off, on the real API server: the
+    autoscaler's write through the ``scale`` subresource keeps its field manager the owner of
+    ``spec.replicas`` after the autoscaler is gone (managedFields are the object's, not the HPA's), so
+    Pulumi's next apply of another count is refused as a conflict; ``patchForce`` takes the field back."""
+    kube.delete_namespace(OFF_NAMESPACE)
+    kube.namespace(OFF_NAMESPACE)
+    try:
+        _apply_replicas(kube, 1, force=False)  # created by Pulumi
+        apps = client.AppsV1Api(kube.api)
+        apps.patch_namespaced_deployment_scale(  # as the HPA controller writes it; no HPA exists any more
+            "llm", OFF_NAMESPACE, {"spec": {"replicas": HPA_MIN}}, field_manager="horizontal-pod-autoscaler"
+        )
+        assert _replicas_owners(_deployment_in(kube, OFF_NAMESPACE)) == {"horizontal-pod-autoscaler/scale"}
+
+        _apply_replicas(kube, HPA_MIN, force=False)  # the live count: no conflict (same value)
+        with pytest.raises(client.ApiException) as refused:
+            _apply_replicas(kube, 3, force=False)
+        assert refused.value.status == 409 and ".spec.replicas" in refused.value.body, refused.value.body
+
+        _apply_replicas(kube, 3, force=True)
+        deployment = _deployment_in(kube, OFF_NAMESPACE)
+        assert deployment.spec.replicas == 3
+        assert _replicas_owners(deployment) == {f"{PULUMI_MANAGER}/"}
+    finally:
+        kube.delete_namespace(OFF_NAMESPACE)
+
+
+def _deployment_in(kube: Kube, namespace: str) -> Any:
+    return client.AppsV1Api(kube.api).read_namespaced_deployment("llm", namespace)
