@@ -174,14 +174,21 @@ def _sources(
 
 def late_timeout_check(honoured: str | None) -> Callable[[Mapping[str, Any]], None]:
     """A metadata check for once Outputs resolve: a ``pulumi.com/timeoutSeconds`` not seen when the program
-    ran (the annotations were an Output) cannot be honoured any more, so it is refused."""
+    ran (the annotations were an Output) cannot be honoured any more, so it is refused. Through Construct
+    this is the usual case, not a corner: the SDK wraps a whole input in one Output when any part of it
+    depends on a resource (pulumi ``provider/server.py`` ``_select_value``), so the message names the
+    timeout inputs, which are plain in the schema."""
 
     def check(metadata: Mapping[str, Any]) -> None:
         late = annotation_timeout(metadata)
         if late != honoured:
             raise PodSpecError(
-                f"{_TIMEOUT_ANNOTATION} is known only once Outputs resolve, after the waits were set: give "
-                "metadata.annotations as plain values, or use create_timeout, update_timeout and delete_timeout"
+                f"{_TIMEOUT_ANNOTATION} is known only once Outputs resolve, after the waits were set: "
+                "metadata arrived as an Output (from YAML, TypeScript or Go it does whenever one of its fields "
+                "comes from another resource, such as namespace: ${ns.metadata.name}); drop the annotation "
+                "and give the inputs createTimeout, updateTimeout and deleteTimeout (create_timeout, "
+                "update_timeout and delete_timeout in Python), or in Python give metadata.annotations as "
+                "plain values"
             )
 
     return check

@@ -313,3 +313,24 @@ def test_resource_options_of_a_yaml_or_typescript_stack_reach_the_children(
         assert (child.retain_on_delete, child.deleted_with) == (True, namespace), child.name
     assert deployment.ignore_changes == ["metadata.labels", "spec.replicas"]
     assert budget.ignore_changes == []
+
+
+def test_a_timeout_seconds_annotation_beside_a_namespace_from_another_resource_names_the_timeout_inputs(
+    provider: ComponentProvider,
+) -> None:
+    """YAML's ``namespace: ${ns.metadata.name}`` makes the engine send ``metadata`` with a dependency, so the
+    SDK hands all of it to the component as one Output (provider/server.py ``_select_value``), although the
+    user wrote the annotation as a plain string: the waits, set before it resolves, cannot honour it, and the
+    refusal says what does (the plain timeout inputs), not "give plain values", which the user did."""
+    namespace = "urn:pulumi:dev::gpu-inference::kubernetes:core/v1:Namespace::ml"
+    metadata = {**typescript_inputs()["metadata"], "annotations": {"pulumi.com/timeoutSeconds": "5400"}}
+    with pytest.raises(Exception, match=r"metadata arrived as an Output") as refused:
+        build(provider, typescript_inputs(metadata=metadata), dependencies={"metadata": [namespace]})
+    assert "give the inputs createTimeout, updateTimeout and deleteTimeout" in str(refused.value)
+
+    run, _ = build(
+        provider,
+        typescript_inputs(metadata=typescript_inputs()["metadata"], createTimeout="90m"),
+        dependencies={"metadata": [namespace]},
+    )
+    assert run.one("kubernetes:apps/v1:Deployment", "llm").custom_timeouts == ("90m", "30m", "")
