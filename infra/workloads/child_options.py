@@ -1,12 +1,15 @@
 """Which of a component's resource options its children get, since Pulumi hands on only a few.
 
-A child inherits ``protect``, the providers and ``transformations``/``transforms`` from its
-parent (pulumi ``resource.py``, ``Resource.__init__``: "Infer protection from parent"). A
-component's own ``depends_on``, ``retain_on_delete``, ``deleted_with``, ``ignore_changes``,
-``replace_on_changes`` and ``delete_before_replace`` act on the component alone, which has no
-inputs and nothing to delete: given to a GPU component they would do nothing. So the
-components hand them on (docs/components.md, "Resource options"): the first three to every
-child, the others, which name the Kubernetes object's fields, to the Deployment or Job.
+The Python SDK gives a child its parent's ``protect``, providers and ``transformations``/
+``transforms`` (pulumi ``resource.py``, ``Resource.__init__``), and the engine its parent's
+``deletedWith`` and ``retainOnDelete`` too (pkg/v3 v3.276.0 ``resource/deploy/source_eval.go``
+``inheritFromParent``; ``tests/workloads/test_engine_inherits.py`` asks the built CLI). A
+component's ``depends_on``, ``ignore_changes``, ``replace_on_changes`` and
+``delete_before_replace`` reach no child: they act on the component alone, which has no inputs
+and nothing to delete. So the components hand them on (docs/components.md, "Resource options"):
+``depends_on``, ``retain_on_delete`` and ``deleted_with`` to every child (the last two the same
+as the engine's, said once for any CLI), the others, which name the Kubernetes object's fields,
+to the Deployment or Job.
 """
 
 from __future__ import annotations

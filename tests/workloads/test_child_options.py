@@ -1,8 +1,8 @@
 """The resource options a GPU component hands on to its children, which Pulumi would leave on the component.
 
-Pulumi gives a child only its parent's protect, providers and transformations
-(pulumi/resource.py, Resource.__init__); anything else given to a component acts on
-the component alone, which has no inputs and nothing to delete.
+Pulumi gives a child its parent's protect, providers and transformations (pulumi/resource.py,
+Resource.__init__), and the engine its deletedWith and retainOnDelete (test_engine_inherits.py);
+depends_on and the field options given to a component act on the component alone.
 """
 
 from __future__ import annotations
