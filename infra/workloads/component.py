@@ -101,6 +101,7 @@ _TIMEOUT_ANNOTATION = f"metadata.annotations[{TIMEOUT_SECONDS!r}]"
 def annotation_timeout(metadata: Any) -> str | None:
     """The ``pulumi.com/timeoutSeconds`` annotation as a duration (``"600"`` -> ``"600s"``); None if absent.
 
+    Read as pulumi-kubernetes reads it (Go's ``strconv.Atoi``: digits, an optional leading ``+``).
     Refused: a value that is not a whole number of seconds above 0 (pulumi-kubernetes would
     silently wait its default 10 minutes instead), and one that is an Output, since the waits
     are set when the program runs.
@@ -115,7 +116,7 @@ def annotation_timeout(metadata: Any) -> str | None:
             f"{_TIMEOUT_ANNOTATION} must be a plain value, not an Output: the waits are set when the program "
             "runs; give it as a string, or use create_timeout, update_timeout and delete_timeout"
         )
-    if not isinstance(value, str) or not re.fullmatch(r"[0-9]+", value) or int(value) == 0:
+    if not isinstance(value, str) or not re.fullmatch(r"\+?[0-9]+", value) or int(value) == 0:
         raise PodSpecError(
             f'{_TIMEOUT_ANNOTATION} must be a whole number of seconds above 0, as a string such as "3600", '
             f"got {value!r}"

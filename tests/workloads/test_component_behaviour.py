@@ -356,3 +356,10 @@ def test_a_timeout_seconds_annotation_seen_only_once_outputs_resolve_fails_then(
                     "x", spec=s, metadata=pulumi.Output.from_input(_annotated("600"))
                 )
             )
+
+
+def test_a_timeout_seconds_annotation_is_read_as_pulumi_kubernetes_reads_it(run) -> None:
+    """pulumi-kubernetes parses it with Go's ``strconv.Atoi`` (``metadata/overrides.go`` ``TimeoutDuration``),
+    which takes a leading ``+`` and leading zeros: those wait as long there, so they are honoured, not refused."""
+    result = run(lambda: GpuJob("train", spec=JOB_SPEC, metadata=_annotated("+0600")))
+    assert result.one(JOB).custom_timeouts == ("600s", "600s", "600s")
