@@ -18,6 +18,7 @@ from infra.platform.cluster import cluster, secrets_key
 from infra.platform.config import PlatformConfig, Pool
 from infra.platform.device_plugin import device_plugin
 from infra.platform.iam import node_role
+from infra.platform.karpenter import karpenter
 from infra.platform.network import Network, network
 from infra.platform.node_group import managed_node_group
 from infra.platform.observability import observability
@@ -57,13 +58,26 @@ class GpuPlatform(pulumi.ComponentResource):
         _, self.device_plugin = device_plugin(
             "nvidia-device-plugin", config.device_plugin, config.contract, on_cluster
         )
-        if config.autoscaler.enabled:
+        if config.autoscaler.enabled and config.node_group_pools:  # Karpenter pools are never its business
             autoscaler(
                 "cluster-autoscaler",
                 config,
                 gpu_pools,
                 pod_identity_agent=self.pod_identity_agent,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=after_pools),
+                k8s_opts=pulumi.ResourceOptions(
+                    parent=self, provider=self.provider, depends_on=[self.system_nodes]
+                ),
+            )
+        if config.karpenter_pools:
+            vpc = config.network
+            karpenter(
+                "karpenter",
+                config,
+                net,
+                subnet_count=len(vpc.private_subnet_ids) if vpc.vpc_id else vpc.availability_zones,
+                pod_identity_agent=self.pod_identity_agent,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]),
                 k8s_opts=pulumi.ResourceOptions(
                     parent=self, provider=self.provider, depends_on=[self.system_nodes]
                 ),
@@ -111,6 +125,6 @@ class GpuPlatform(pulumi.ComponentResource):
                     **common,
                 ),
             )
-            for pool in config.pools
+            for pool in config.node_group_pools  # Karpenter pools have no node group (karpenter.py)
         ]
         return system_nodes, gpu_pools
