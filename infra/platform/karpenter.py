@@ -136,7 +136,7 @@ def event_pattern(source: str, detail_type: str) -> dict[str, list[str]]:
     return {"source": [source], "detail-type": [detail_type]}
 
 
-def helm_values(config: PlatformConfig, queue_name: str) -> dict[str, Any]:
+def helm_values(config: PlatformConfig, queue_name: pulumi.Input[str]) -> dict[str, Any]:
     """The controller on the system nodes, told its cluster and queue; NodeOverlay on for time-sliced pools."""
     pools = config.karpenter_pools
     return {
@@ -295,7 +295,7 @@ def karpenter(
     release = _release(
         name,
         CHART,
-        queue.name.apply(lambda q: helm_values(config, q)),
+        helm_values(config, queue.name),  # only the queue name waits for AWS
         pulumi.ResourceOptions.merge(k8s_opts, after),
         skip_crds=True,
     )
