@@ -251,3 +251,107 @@ def declared(run: Any, kind: str) -> list[dict[str, Any]]:
 def release_values(run: Any) -> dict[str, Any]:
     """The values the program gives Karpenter's chart."""
     return dict(run.one("kubernetes:helm.sh/v3:Release", "karpenter").inputs["values"])
+
+
+def _known(value: Any) -> Any:
+    """Values without what only AWS can tell (the queue's name): the chart renders the rest."""
+    if isinstance(value, dict):
+        plain = (dict, list, str, int, float, bool)
+        return {
+            k: _known(v)
+            for k, v in value.items()
+            if isinstance(v, plain) and not str(v).startswith("computed(")
+        }
+    return value
+
+
+def _established(kube: Any, name: str) -> bool:
+    crd = kube.dynamic.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
+    return any(
+        c.type == "Established" and c.status == "True" for c in crd.get(name=name).status.conditions or []
+    )
+
+
+def apply_crds(kube: Any, documents: list[dict[str, Any]]) -> None:
+    """Apply CRDs and wait until the API server serves them."""
+    for crd in documents:
+        kube.apply(crd)
+    for crd in documents:
+        name = crd["metadata"]["name"]
+        wait_until(f"CRD {name} established", lambda n=name: _established(kube, n), 30)
+
+
+def _nodepool_ready(kube: Any, name: str) -> bool:
+    pool = kube.resource({"apiVersion": nodepool.API, "kind": "NodePool"}).get(name=name)
+    return any(c.type == "Ready" and c.status == "True" for c in (pool.status or {}).get("conditions") or [])
+
+
+class DevicePlugin:
+    """What the NVIDIA DaemonSet does on each node Karpenter brings: advertise its GPUs, time-sliced as the
+    program's plugin config says for the node's config label (localcluster.nodes.advertised_gpus)."""
+
+    def __init__(self, kube: Any, run: Any) -> None:
+        import threading
+
+        self.kube, self.run, self.stopped = kube, run, threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        import contextlib
+
+        from kubernetes.client.rest import ApiException
+
+        from localcluster.nodes import advertised_gpus
+
+        while not self.stopped.wait(0.1):
+            for node in self.kube.nodes(nodepool.NODEPOOL_LABEL):
+                labels = node.metadata.labels
+                gpus = str(
+                    advertised_gpus(
+                        labels, ARM_NVIDIA[labels["node.kubernetes.io/instance-type"]].gpus, self.run
+                    )
+                )
+                if (node.status.allocatable or {}).get(GPU_RESOURCE) != gpus:
+                    status = {"capacity": {GPU_RESOURCE: gpus}, "allocatable": {GPU_RESOURCE: gpus}}
+                    with contextlib.suppress(ApiException):  # gone meanwhile: the next round sees it
+                        self.kube.core.patch_node_status(node.metadata.name, {"status": status})
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+
+def install(kube: Any, run: Any) -> list[dict[str, Any]]:
+    """The pinned CRDs, kwok's node class, and the run's NodeOverlays and NodePools (kwok's node class in)."""
+    apply_crds(kube, crds())
+    kube.apply(KWOK_NODE_CLASS)
+    objects = [for_kwok(m) for m in (*declared(run, "NodeOverlay"), *declared(run, "NodePool"))]
+    for manifest in objects:
+        kube.apply(manifest)
+    return objects
+
+
+def start(kube: Any, run: Any, kubeconfig: Path, workdir: Path, ports: tuple[int, int]) -> Controller:
+    """The controller with the chart's settings for the run's values; returns once every NodePool is Ready."""
+    controller = Controller(kubeconfig, workdir, controller_env(_known(release_values(run))), ports)
+    for manifest in declared(run, "NodePool"):
+        name = manifest["metadata"]["name"]
+        wait_until(f"NodePool {name} Ready", lambda n=name: _nodepool_ready(kube, n), 60, controller)
+    return controller
+
+
+def nodeclaims(kube: Any, pool: str | None = None) -> list[Any]:
+    """Karpenter's NodeClaims (of ``pool``'s NodePool)."""
+    selector = f"{nodepool.NODEPOOL_LABEL}={nodepool.name(pool)}" if pool else nodepool.NODEPOOL_LABEL
+    return kube.resource({"apiVersion": nodepool.API, "kind": "NodeClaim"}).get(label_selector=selector).items
+
+
+def uninstall(kube: Any, objects: list[dict[str, Any]], controller: Controller) -> None:
+    """Delete the NodePools and overlays; Karpenter removes their nodes before it is stopped."""
+    for manifest in reversed(objects):
+        kube.resource(manifest).delete(name=manifest["metadata"]["name"])
+    try:
+        wait_until("Karpenter to remove its nodes", lambda: not nodeclaims(kube), 120, controller)
+    finally:
+        controller.stop()

@@ -10,8 +10,6 @@ nodes Karpenter brings (it advertises what the program's plugin config says for 
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,27 +18,17 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from infra.platform.instance_types import ARM_NVIDIA
-from infra.platform.nodepool import CAPACITY_TYPE_LABEL, NODEPOOL_LABEL
+from infra.platform.nodepool import CAPACITY_TYPE_LABEL
 from infra.workloads.durations import duration_seconds
-from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
+from infra.workloads.placement import POOL_LABEL, Placement
 from infra.workloads.podspec import place_pod_spec
 from localcluster import karpenter
-from localcluster.cluster import RUN, free_port
-from localcluster.kube import Kube, wait_for
-from localcluster.nodes import advertised_gpus
+from localcluster.cluster import KUBECONFIG, RUN, free_port
+from localcluster.kube import Kube
 
 NAMESPACE = "karpenter-scenarios"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 NODECLAIMS = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim"}
-
-
-def _known(value: Any) -> Any:
-    """Values without what only AWS can tell (the queue's name): the chart renders the rest."""
-    if isinstance(value, dict):
-        return {
-            k: _known(v) for k, v in value.items() if isinstance(v, dict | list | str | int | float | bool)
-        }
-    return value
 
 
 @pytest.fixture(scope="module")
@@ -53,22 +41,8 @@ def contract(platform: tuple[Any, Any]) -> Placement:
     return platform[0].contract
 
 
-def _device_plugin(kube: Kube, run: Any, stop: threading.Event) -> None:
-    """What the DaemonSet does on a new GPU node: advertise its GPUs, time-sliced per its config label."""
-    while not stop.wait(0.2):
-        for node in kube.nodes(NODEPOOL_LABEL):
-            labels = node.metadata.labels
-            physical = ARM_NVIDIA[labels[INSTANCE_TYPE]].gpus
-            gpus = str(advertised_gpus(labels, physical, run))
-            if (node.status.allocatable or {}).get(GPU_RESOURCE) != gpus:
-                status = {"capacity": {GPU_RESOURCE: gpus}, "allocatable": {GPU_RESOURCE: gpus}}
-                with contextlib.suppress(ApiException):  # gone meanwhile: the next round sees it
-                    kube.core.patch_node_status(node.metadata.name, {"status": status})
-
-
 def _nodeclaims(kube: Kube, pool: str | None = None) -> list[Any]:
-    selector = f"{NODEPOOL_LABEL}=gpu-{pool}" if pool else NODEPOOL_LABEL
-    return kube.resource(NODECLAIMS).get(label_selector=selector).items
+    return karpenter.nodeclaims(kube, pool)
 
 
 def _no_nodeclaims(kube: Kube) -> bool:
@@ -77,52 +51,20 @@ def _no_nodeclaims(kube: Kube) -> bool:
 
 @pytest.fixture(scope="module")
 def core(kube: Kube, platform: tuple[Any, Any]) -> Iterator[karpenter.Controller]:
-    """CRDs, kwok's node class, the declared NodePools and NodeOverlays, then the controller."""
+    """CRDs, kwok's node class, the declared NodePools and NodeOverlays, the controller, the device plugin."""
     if not karpenter.BINARY.is_file():
         pytest.fail(f"{karpenter.BINARY} is not built: run localcluster/build karpenter")
     _, run = platform
-    for crd in karpenter.crds():
-        kube.apply(crd)
-    for crd in karpenter.crds():
-        name = crd["metadata"]["name"]
-        wait_for(f"CRD {name} established", lambda n=name: _established(kube, n), timeout=30)
-    kube.apply(karpenter.KWOK_NODE_CLASS)
-    declared = [*karpenter.declared(run, "NodeOverlay"), *karpenter.declared(run, "NodePool")]
-    for manifest in declared:
-        kube.apply(karpenter.for_kwok(manifest))
-    env = karpenter.controller_env(_known(karpenter.release_values(run)))
-    controller = karpenter.Controller(RUN / "kubeconfig", RUN / "karpenter", env, (free_port(), free_port()))
-    stop = threading.Event()
-    plugin = threading.Thread(target=_device_plugin, args=(kube, run, stop), daemon=True)
-    plugin.start()
+    objects = karpenter.install(kube, run)
+    controller = karpenter.start(kube, run, KUBECONFIG, RUN / "karpenter", (free_port(), free_port()))
+    plugin = karpenter.DevicePlugin(kube, run)
     try:
-        for pool in declared:
-            if pool["kind"] == "NodePool":
-                name = pool["metadata"]["name"]
-                karpenter.wait_until(f"NodePool {name} Ready", lambda n=name: _ready(kube, n), 60, controller)
         yield controller
     finally:
-        for manifest in reversed(declared):
-            kube.resource(manifest).delete(name=manifest["metadata"]["name"])
         try:
-            karpenter.wait_until(
-                "Karpenter to remove its nodes", lambda: _no_nodeclaims(kube), 120, controller
-            )
+            karpenter.uninstall(kube, objects, controller)
         finally:
-            stop.set()
-            plugin.join()
-            controller.stop()
-
-
-def _established(kube: Kube, name: str) -> bool:
-    crd = kube.dynamic.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
-    conditions = crd.get(name=name).status.conditions or []
-    return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-
-def _ready(kube: Kube, name: str) -> bool:
-    pool = kube.resource({"apiVersion": "karpenter.sh/v1", "kind": "NodePool"}).get(name=name)
-    return any(c.type == "Ready" and c.status == "True" for c in (pool.status or {}).get("conditions") or [])
+            plugin.stop()
 
 
 @pytest.fixture
@@ -253,13 +195,7 @@ def _names(claims: list[Any]) -> set[str]:
 
 def test_the_ec2_node_class_passes_the_aws_providers_schema(kube: Kube, platform: tuple[Any, Any]) -> None:
     """Server-side dry-run of each declared EC2NodeClass against the provider's CRD at the pinned version."""
-    for crd in karpenter.aws_crds():
-        kube.apply(crd)
-        wait_for(
-            "EC2NodeClass CRD established",
-            lambda n=crd["metadata"]["name"]: _established(kube, n),
-            timeout=30,
-        )
+    karpenter.apply_crds(kube, karpenter.aws_crds())
     classes = karpenter.declared(platform[1], "EC2NodeClass")
     assert {c["metadata"]["name"] for c in classes} == {"gpu-burst", "gpu-batch"}
     for node_class in classes:
