@@ -47,9 +47,45 @@ def _kubernetes_validate() -> ModuleType:
     return kubernetes_validate
 
 
+# Custom resources the platform declares, checked against the CRDs of the pinned Karpenter
+# (localcluster/karpenter.py): kubernetes-validate knows only Kubernetes' own kinds.
+CRD_GROUPS = ("karpenter.sh", "karpenter.k8s.aws")
+
+
+@functools.cache
+def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> the openAPIV3Schema of the pinned Karpenter CRDs."""
+    from localcluster import karpenter
+
+    return {
+        (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"]): version["schema"][
+            "openAPIV3Schema"
+        ]
+        for crd in (*karpenter.crds(), *karpenter.aws_crds())
+        for version in crd["spec"]["versions"]
+    }
+
+
+def _validate_custom(manifest: Mapping[str, Any], ref: str) -> None:
+    import jsonschema
+
+    schema = _crd_schemas().get((str(manifest.get("apiVersion")), str(manifest.get("kind"))))
+    if schema is None:
+        raise ManifestError(f"{ref}: no CRD of the pinned Karpenter serves {manifest.get('apiVersion')}")
+    try:
+        jsonschema.validate(dict(manifest), schema)
+    except jsonschema.ValidationError as error:
+        path = ".".join(str(p) for p in error.path) or "(top level)"
+        raise ManifestError(f"{ref} is not valid for its CRD: {path}: {error.message}") from None
+
+
 def validate_manifest(manifest: Mapping[str, Any], kubernetes_version: str) -> None:
     """Raise :class:`ManifestError` naming the object, the field path and the schema's complaint."""
     import jsonschema
+
+    if str(manifest.get("apiVersion", "")).split("/")[0] in CRD_GROUPS:
+        _validate_custom(manifest, f"{manifest.get('kind')}/{(manifest.get('metadata') or {}).get('name')}")
+        return
 
     library = _kubernetes_validate()
     ref = f"{manifest.get('kind')}/{(manifest.get('metadata') or {}).get('name')}"

@@ -313,3 +313,17 @@ def test_declared_objects_keep_their_names(stack: tuple[Any, Run]) -> None:
     for r in stack[1].resources:
         if r.type.startswith("kubernetes:karpenter"):
             assert manifest_of(r.type, r.name, r.inputs)["metadata"]["name"].startswith("gpu-")
+
+
+def test_the_preview_checks_karpenter_objects_against_the_pinned_crds(stack: tuple[Any, Run]) -> None:
+    from infra.tooling.manifests import ManifestError, validate_manifest
+
+    declared = [
+        m for kind in ("NodePool", "EC2NodeClass", "NodeOverlay") for m in pins.declared(stack[1], kind)
+    ]
+    for manifest in declared:
+        validate_manifest(manifest, "1.35")
+    broken = pins.declared(stack[1], "NodePool")[0]
+    broken["spec"]["disruption"]["consolidateAfter"] = "1.5h"
+    with pytest.raises(ManifestError, match="spec.disruption.consolidateAfter: '1.5h' does not match"):
+        validate_manifest(broken, "1.35")
