@@ -325,5 +325,5 @@ def test_the_preview_checks_karpenter_objects_against_the_pinned_crds(stack: tup
         validate_manifest(manifest, "1.35")
     broken = pins.declared(stack[1], "NodePool")[0]
     broken["spec"]["disruption"]["consolidateAfter"] = "1.5h"
-    with pytest.raises(ManifestError, match="spec.disruption.consolidateAfter: '1.5h' does not match"):
+    with pytest.raises(ManifestError, match=r"spec\.disruption\.consolidateAfter: '1\.5h' does not match"):
         validate_manifest(broken, "1.35")
