@@ -330,6 +330,8 @@ class KarpenterPoolConfig(Section):
     """How long a node stays empty (or underutilized) before Karpenter removes it."""
     disruption_budget: text(nodepool.BUDGET_NODES, "1") = "1"
     """Nodes (a count or a percentage) Karpenter may disrupt at once in this pool, consolidation and drift alike."""
+    keep_node_group: Flag = False
+    """Moving from a node group: keep its nodes (Cluster Autoscaler lets go of it) until you have drained them; then remove this."""
     gpu_limit: whole(1, 450 * 32) | None = None
     """nvidia.com/gpu the pool may hold in all (time-sliced slots on a shared pool); default maxSize x what one node advertises."""
 
@@ -573,6 +575,15 @@ class PlatformConfig(Section):
     def node_group_pools(self) -> tuple[Pool, ...]:
         """The pools that are managed node groups, scaled by Cluster Autoscaler."""
         return tuple(p for p in self.pools if p.settings.provisioner != "karpenter")
+
+    @property
+    def pools_with_node_groups(self) -> tuple[Pool, ...]:
+        """The node group pools, and Karpenter pools moving off a node group that is kept until drained."""
+        return tuple(
+            p
+            for p in self.pools
+            if p.settings.provisioner != "karpenter" or p.settings.karpenter_settings.keep_node_group
+        )
 
     @property
     def karpenter_pools(self) -> tuple[Pool, ...]:

@@ -62,7 +62,7 @@ class GpuPlatform(pulumi.ComponentResource):
             autoscaler(
                 "cluster-autoscaler",
                 config,
-                gpu_pools,
+                [(pool, group) for pool, group in gpu_pools if pool in config.node_group_pools],
                 pod_identity_agent=self.pod_identity_agent,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=after_pools),
                 k8s_opts=pulumi.ResourceOptions(
@@ -125,6 +125,6 @@ class GpuPlatform(pulumi.ComponentResource):
                     **common,
                 ),
             )
-            for pool in config.node_group_pools  # Karpenter pools have no node group (karpenter.py)
+            for pool in config.pools_with_node_groups  # Karpenter pools have none, but while moving (karpenter.py)
         ]
         return system_nodes, gpu_pools

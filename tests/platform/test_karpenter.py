@@ -327,3 +327,15 @@ def test_the_preview_checks_karpenter_objects_against_the_pinned_crds(stack: tup
     broken["spec"]["disruption"]["consolidateAfter"] = "1.5h"
     with pytest.raises(ManifestError, match=r"spec\.disruption\.consolidateAfter: '1\.5h' does not match"):
         validate_manifest(broken, "1.35")
+
+
+def test_a_pool_moving_to_karpenter_keeps_its_node_group_without_the_autoscaler() -> None:
+    """keepNodeGroup: the old nodes stay to be drained by hand, and Cluster Autoscaler lets go of the group."""
+    moving = {**pins.POOLS["batch"], "karpenter": {**pins.POOLS["batch"]["karpenter"], "keepNodeGroup": True}}
+    _, run = pins.platform_run({"batch": moving})
+    groups = {g.inputs["nodeGroupNamePrefix"] for g in run.of_type(NODE_GROUP)}
+    assert "gpu-batch-" in groups
+    assert "gpu-batch" in {m["metadata"]["name"] for m in pins.declared(run, "NodePool")}
+    assert not any("batch" in t.name for t in run.of_type("aws:autoscaling/tag:Tag"))
+    values = _release(run, "cluster-autoscaler").inputs["values"]
+    assert not any("batch" in p for group in values.get("expanderPriorities", {}).values() for p in group)
