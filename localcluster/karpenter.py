@@ -25,6 +25,7 @@ import yaml
 from infra.platform import nodepool
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.workloads.placement import GPU_RESOURCE
+from localcluster import netns
 from localcluster.charts import render
 from localcluster.gomod import BIN, module_dir, pinned_version
 
@@ -159,9 +160,18 @@ class Controller:
             "HEALTH_PROBE_PORT": str(ports[1]),
             "LOG_LEVEL": "debug",
         }
+        # In a network namespace of its own: it binds its ports on every interface (localcluster/netns.py).
+        server = json.loads(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        port, sock = int(server.rsplit(":", 1)[1]), workdir / "api.sock"
+        self.bridge = netns.bridge(sock, port)
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
-                [str(BINARY)], env=environment, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                netns.command(sock, port, [str(BINARY)]),
+                cwd=Path(__file__).resolve().parents[1],
+                env=environment,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
 
     def alive(self) -> bool:
@@ -173,8 +183,9 @@ class Controller:
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                os.killpg(self.process.pid, 9)  # its own session: the namespace's processes
                 self.process.wait()
+        self.bridge.close()
 
     def decisions(self) -> Iterator[str]:
         """Its log lines, for a failing test's message."""
