@@ -12,7 +12,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from infra.platform import addons, node_pools, pool_sizes
+from infra.platform import addons, node_pools, nodepool, pool_sizes
 from infra.platform.autoscaler import autoscaler
 from infra.platform.cluster import cluster, secrets_key
 from infra.platform.config import PlatformConfig, Pool
@@ -39,7 +39,14 @@ class GpuPlatform(pulumi.ComponentResource):
         # VPC, the KMS key and the cluster. Not the GPU pools: replacing or removing one is routine
         # (docs/decisions/0004-production-protects-network-key-cluster.md).
         guarded = pulumi.ResourceOptions(parent=self, protect=config.production)
-        net = network(f"{name}-vpc", config.network, guarded, secret=lambda v: config.secret("network", v))
+        discovery = {nodepool.DISCOVERY_TAG: config.cluster_name} if config.karpenter_pools else None
+        net = network(
+            f"{name}-vpc",
+            config.network,
+            guarded,
+            secret=lambda v: config.secret("network", v),
+            private_tags=discovery,
+        )
         key = secrets_key(f"{name}-secrets", guarded)
         self.cluster = cluster(f"{name}-eks", config, net, key=key, opts=guarded)
         self.system_nodes, gpu_pools = self._node_groups(name, config, net, sizes)
@@ -75,7 +82,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 "karpenter",
                 config,
                 net,
-                subnet_count=len(vpc.private_subnet_ids) if vpc.vpc_id else vpc.availability_zones,
+                tagged_subnets=len(vpc.private_subnet_ids),  # an existing VPC's; a new one's carry the tag
                 pod_identity_agent=self.pod_identity_agent,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]),
                 k8s_opts=pulumi.ResourceOptions(

@@ -230,7 +230,7 @@ def karpenter(
     config: PlatformConfig,
     net: Network,
     *,
-    subnet_count: int,
+    tagged_subnets: int,
     pod_identity_agent: pulumi.Resource,
     opts: pulumi.ResourceOptions,
     k8s_opts: pulumi.ResourceOptions,
@@ -241,7 +241,7 @@ def karpenter(
     access = aws.eks.AccessEntry(
         f"{name}-node-access", cluster_name=cluster_name, principal_arn=role.arn, type="EC2_LINUX", opts=opts
     )
-    for index in range(subnet_count):  # Karpenter finds the private subnets by this tag
+    for index in range(tagged_subnets):  # an existing VPC's private subnets: Karpenter finds them by this tag
         aws.ec2.Tag(
             f"{name}-subnet-{index}",
             resource_id=pulumi.Output.from_input(net.private_subnet_ids).apply(lambda ids, i=index: ids[i]),

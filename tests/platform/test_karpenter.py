@@ -140,10 +140,10 @@ def test_the_node_class_is_imdsv2_encrypted_private_and_the_karpenter_node_role(
         }
     ]
     assert spec["subnetSelectorTerms"] == [{"tags": {nodepool.DISCOVERY_TAG: "eks-gpu-platform-dev"}}]
-    tags = [t for t in run.of_type("aws:ec2/tag:Tag") if t.inputs["key"] == nodepool.DISCOVERY_TAG]
-    assert sorted(t.inputs["resourceId"] for t in tags) == [
-        f"computed(gpu-platform-vpc.privateSubnetIds[{i}])" for i in range(3)
-    ]
+    # A new VPC's private subnets carry the tag from awsx (a second owner of their tags would fight it).
+    private = run.one("awsx:ec2:Vpc").inputs["subnetSpecs"][0]
+    assert private["type"] == "Private" and private["tags"][nodepool.DISCOVERY_TAG] == "eks-gpu-platform-dev"
+    assert [t for t in run.of_type("aws:ec2/tag:Tag") if t.inputs["key"] == nodepool.DISCOVERY_TAG] == []
     access = run.one("aws:eks/accessEntry:AccessEntry", "karpenter-node-access")
     assert access.inputs["type"] == "EC2_LINUX" and access.inputs["principalArn"] == role.outputs["arn"]
 
@@ -339,3 +339,21 @@ def test_a_pool_moving_to_karpenter_keeps_its_node_group_without_the_autoscaler(
     assert not any("batch" in t.name for t in run.of_type("aws:autoscaling/tag:Tag"))
     values = _release(run, "cluster-autoscaler").inputs["values"]
     assert not any("batch" in p for group in values.get("expanderPriorities", {}).values() for p in group)
+
+
+def test_an_existing_vpcs_private_subnets_get_the_discovery_tag() -> None:
+    import runpy
+
+    from infra.tooling.offline import PLATFORM_ROOT, load_project, run_program
+
+    project, config = load_project(PLATFORM_ROOT, "dev")
+    subnets = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
+    config[f"{project}:network"] = json.dumps({"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": subnets})
+    config[f"{project}:gpuPools"] = json.dumps({"batch": pins.POOLS["batch"]})
+    run = run_program(
+        lambda: runpy.run_path(str(PLATFORM_ROOT / "__main__.py"), run_name="__main__"),
+        project=project, stack="dev", config=config, preview=True,
+    )  # fmt: skip
+    tags = [t.inputs for t in run.of_type("aws:ec2/tag:Tag") if t.inputs["key"] == nodepool.DISCOVERY_TAG]
+    assert sorted(t["resourceId"] for t in tags) == subnets
+    assert {t["value"] for t in tags} == {"eks-gpu-platform-dev"}
