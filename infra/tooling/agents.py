@@ -149,7 +149,7 @@ def overlay_gpus(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> dic
     """NodePool name -> ``nvidia.com/gpu`` a NodeOverlay tells Karpenter its nodes advertise (time-slicing)."""
     found = {}
     for typ, _, props in resources:
-        spec = props.get("spec") or {} if typ == NODE_OVERLAY else {}
+        spec = (props.get("spec") or {}) if typ == NODE_OVERLAY else {}
         gpus = (spec.get("capacity") or {}).get(GPU_RESOURCE)
         for r in spec.get("requirements") or []:
             if gpus is not None and r.get("key") == "karpenter.sh/nodepool" and r.get("operator") == "In":
