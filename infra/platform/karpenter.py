@@ -107,19 +107,6 @@ def controller_policy(
     }
 
 
-def _controller_policy(
-    cluster_name: str, region: str, account_id: str, partition: str, queue: str, role: str
-) -> Any:
-    return controller_policy(
-        cluster_name=cluster_name,
-        region=region,
-        account_id=account_id,
-        partition=partition,
-        queue_arn=queue,
-        node_role_arn=role,
-    )
-
-
 def queue_policy(queue_arn: str) -> dict[str, Any]:
     """Only EventBridge (and SQS itself) may send to the interruption queue."""
     principal = {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]}
@@ -275,7 +262,16 @@ def karpenter(
         f"{name}-controller",
         role=controller.id,
         policy=pulumi.Output.all(account.account_id, partition.partition, queue.arn, role.arn).apply(
-            lambda a: json.dumps(_controller_policy(cluster_name, region, *a))
+            lambda a: json.dumps(
+                controller_policy(
+                    cluster_name=cluster_name,
+                    region=region,
+                    account_id=a[0],
+                    partition=a[1],
+                    queue_arn=a[2],
+                    node_role_arn=a[3],
+                )
+            )
         ),
         opts=opts,
     )
