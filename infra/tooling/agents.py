@@ -35,7 +35,14 @@ GPU_AMI_WORDS = frozenset({"NVIDIA", "GPU"})
 """Words of an EKS ``amiType`` (enum ``AMITypes``) that mean a GPU AMI: every ``*_NVIDIA`` (FIPS too) and
 ``AL2_x86_64_GPU``; not ``*_NEURON`` (``aws.amazon.com/neuron``). A test checks it against botocore's enum."""
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-NO_DAEMONSET_CHARTS = frozenset({"cluster-autoscaler"})  # charts whose workloads are Deployments only
+# Charts whose workloads are Deployments only (Karpenter's: infra/platform/karpenter.py; its test renders the chart).
+NO_DAEMONSET_CHARTS = frozenset(
+    {
+        "cluster-autoscaler",
+        "oci://public.ecr.aws/karpenter/karpenter",
+        "oci://public.ecr.aws/karpenter/karpenter-crd",
+    }
+)
 NOT_KNOWN_YET = "configurationValues not known yet"
 DEVICE_PLUGIN = chart_models.DEVICE_PLUGIN_CHART
 DCGM_SERVER_ON_ARM = (

@@ -41,3 +41,26 @@ def test_the_core_gets_the_feature_gates_the_pinned_chart_sets() -> None:
     gates = dict(g.split("=") for g in env["FEATURE_GATES"].split(","))
     assert gates["NodeOverlay"] == "true" and gates["NodeRepair"] == "true"
     assert gates["SpotToSpotConsolidation"] == "false"
+
+
+def test_karpenters_charts_run_no_daemonset_as_the_agent_table_assumes() -> None:
+    from infra.platform.karpenter import CHART, CRD_CHART, REPOSITORY
+    from infra.tooling.agents import NO_DAEMONSET_CHARTS
+    from localcluster.charts import render
+
+    assert {f"{REPOSITORY}/{CHART}", f"{REPOSITORY}/{CRD_CHART}"} <= NO_DAEMONSET_CHARTS
+    _, run = karpenter.platform_run()
+    rendered = render(
+        karpenter.chart(),
+        karpenter._known(karpenter.release_values(run)),
+        release="k",
+        namespace="kube-system",
+    )
+    kinds = {d["kind"] for d in rendered}
+    assert "Deployment" in kinds and "DaemonSet" not in kinds
+    deployment = next(d for d in rendered if d["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {
+        "kubernetes.io/os": "linux",
+        "node-role": "system",
+    }
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "karpenter"
