@@ -95,19 +95,20 @@ def _bound(kube: Kube, names: list[str], core: karpenter.Controller) -> dict[str
     return karpenter.wait_until(f"{names} bound to nodes", placed, 120, core)
 
 
-def _karpenter_refused(kube: Kube, pod: str, core: karpenter.Controller) -> str:
-    """Karpenter's own verdict on a pod it cannot place: its FailedScheduling event's message."""
+def _karpenter_refused(kube: Kube, pods: list[str], core: karpenter.Controller) -> tuple[str, str]:
+    """Karpenter's own verdict on one of ``pods`` it cannot place: (pod, its FailedScheduling event's message)."""
 
-    def verdict() -> str | None:
-        events = kube.core.list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name={pod}").items
+    def verdict() -> tuple[str, str] | None:
         said = [
-            e.message
-            for e in events
-            if e.reason == "FailedScheduling" and "Failed to schedule pod" in e.message
+            (e.involved_object.name, e.message)
+            for e in kube.core.list_namespaced_event(NAMESPACE).items
+            if e.involved_object.name in pods
+            and e.reason == "FailedScheduling"
+            and "Failed to schedule pod" in (e.message or "")
         ]
         return said[0] if said else None
 
-    return karpenter.wait_until(f"Karpenter's verdict on {pod}", verdict, 120, core)
+    return karpenter.wait_until(f"Karpenter's verdict on one of {pods}", verdict, 120, core)
 
 
 def _cheapest(pool_types: list[str]) -> str:
@@ -149,7 +150,7 @@ def test_a_gpu_pod_without_the_toleration_gets_no_node(
     kube: Kube, namespace: str, contract: Placement, core: karpenter.Controller
 ) -> None:
     kube.apply(_pod(contract, "untolerated", "batch", tolerate=False), namespace)
-    verdict = _karpenter_refused(kube, "untolerated", core)
+    _, verdict = _karpenter_refused(kube, ["untolerated"], core)
     assert "did not tolerate taint" in verdict and contract.key in verdict
     assert _nodeclaims(kube) == []
 
@@ -161,8 +162,23 @@ def test_the_pool_gpu_limit_allows_no_node_beyond_max_size(
     names = [f"whole-{i}" for i in range(most + 1)]
     for name in names:
         kube.apply(_pod(contract, name, "batch"), namespace)
-    verdict = _karpenter_refused(kube, names[-1], core)
-    assert "exceed limits" in verdict
+
+    def settled() -> dict[str, str | None] | None:
+        """Pod -> node once all but one are bound and Karpenter said the last one exceeds the limit."""
+        placed = {p.metadata.name: p.spec.node_name for p in kube.pods(NAMESPACE) if p.metadata.name in names}
+        left = [name for name, node in placed.items() if not node]
+        if len(placed) != len(names) or len(left) != 1:
+            return None
+        events = kube.core.list_namespaced_event(NAMESPACE).items
+        said = [
+            e for e in events if e.involved_object.name == left[0] and "exceed limits" in (e.message or "")
+        ]
+        return placed if said else None
+
+    placed = karpenter.wait_until(
+        "all but one pod placed, the last refused for the limit", settled, 120, core
+    )
+    assert len({node for node in placed.values() if node}) == most
     assert len(_nodeclaims(kube, "batch")) == most
 
 
@@ -173,7 +189,12 @@ def test_an_empty_node_goes_after_the_delay_and_a_busy_one_stays(
         kube.apply(_pod(contract, name, "batch"), namespace)
     nodes = _bound(kube, ["kept", "gone"], core)
     assert nodes["kept"] != nodes["gone"]
-    claim_of = {c.status.nodeName: c.metadata.name for c in _nodeclaims(kube, "batch")}
+
+    def claims_of_both() -> dict[str, str] | None:
+        found = {c.status.nodeName: c.metadata.name for c in _nodeclaims(kube, "batch") if c.status.nodeName}
+        return found if set(nodes.values()) <= set(found) else None
+
+    claim_of = karpenter.wait_until("both NodeClaims registered", claims_of_both, 60, core)
     kube.core.delete_namespaced_pod("gone", namespace, grace_period_seconds=0)
     emptied = time.monotonic()
     karpenter.wait_until(
