@@ -24,13 +24,16 @@ import yaml
 
 from infra.platform import nodepool
 from infra.platform.instance_types import ARM_NVIDIA
+from infra.tooling import gomod
+from infra.tooling.manifests import KARPENTER_AWS, KARPENTER_PINS
+from infra.tooling.pinned_chart import render
 from infra.workloads.placement import GPU_RESOURCE
 from localcluster import netns
-from localcluster.charts import render
 from localcluster.gomod import BIN, module_dir, pinned_version
 
-PINS, AWS_PINS = "karpenter", "karpenter/aws"
-CORE, AWS_PROVIDER = "sigs.k8s.io/karpenter", "github.com/aws/karpenter-provider-aws"
+PINS, CORE = "karpenter", "sigs.k8s.io/karpenter"
+# The AWS provider at the same version: package data, since the preview checks CRDs with it.
+AWS_PINS, AWS_PROVIDER = KARPENTER_PINS, KARPENTER_AWS
 BINARY = BIN / "karpenter-kwok"
 KWOK_NODE_CLASS = {
     "apiVersion": "karpenter.kwok.sh/v1alpha1",
@@ -73,13 +76,17 @@ def crds() -> list[dict[str, Any]]:
 def aws_crds() -> list[dict[str, Any]]:
     """The AWS provider's EC2NodeClass CRD at the pinned version."""
     path = (
-        module_dir(AWS_PINS, AWS_PROVIDER) / "pkg" / "apis" / "crds" / "karpenter.k8s.aws_ec2nodeclasses.yaml"
+        gomod.module_dir(AWS_PINS, AWS_PROVIDER)
+        / "pkg"
+        / "apis"
+        / "crds"
+        / "karpenter.k8s.aws_ec2nodeclasses.yaml"
     )
     return _documents(path)
 
 
 def chart() -> Path:
-    return module_dir(AWS_PINS, AWS_PROVIDER) / "charts" / "karpenter"
+    return gomod.module_dir(AWS_PINS, AWS_PROVIDER) / "charts" / "karpenter"
 
 
 def instance_types() -> list[dict[str, Any]]:
@@ -132,7 +139,7 @@ def for_kwok(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
 def controller_env(values: Mapping[str, Any]) -> dict[str, str]:
     """The core's settings as the pinned chart sets them from ``values`` (its Deployment's env)."""
-    rendered = render(chart(), values, release="karpenter", namespace="kube-system")
+    rendered = render(values, release="karpenter", namespace="kube-system", chart=chart())
     deployment = next(d for d in rendered if d["kind"] == "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     return {

@@ -314,7 +314,10 @@ def _karpenter_duration(value: str) -> str:
 KarpenterDuration = Annotated[
     str,
     AfterValidator(_karpenter_duration),
-    Field(pattern=nodepool.CONSOLIDATE_AFTER, json_schema_extra={"format": "go-duration"}),
+    Field(
+        json_schema_extra={"format": "go-duration", "x-allowed": "a duration of whole s, m and h parts"},
+        examples=["10m"],
+    ),
 ]
 PROVISIONERS = ("managedNodeGroup", "karpenter")
 
@@ -328,7 +331,7 @@ class KarpenterPoolConfig(Section):
     """WhenEmpty removes only nodes without GPU pods; WhenEmptyOrUnderutilized also moves running pods to pack nodes."""
     consolidate_after: KarpenterDuration = "10m"
     """How long a node stays empty (or underutilized) before Karpenter removes it."""
-    disruption_budget: text(nodepool.BUDGET_NODES, "1") = "1"
+    disruption_budget: text(nodepool.BUDGET_NODES, "a node count, or a percentage from 0% to 100%", "1") = "1"
     """Nodes (a count or a percentage) Karpenter may disrupt at once in this pool, consolidation and drift alike."""
     keep_node_group: Flag = False
     """Moving from a node group: keep its nodes (Cluster Autoscaler lets go of it) until you have drained them; then remove this."""

@@ -16,7 +16,7 @@ from infra.platform.node_pools import contract_labels
 from infra.workloads.placement import GPU_RESOURCE, GpuPool, Placement
 
 # One version for the chart, the controller it runs, and the core the tests run: the pins in
-# localcluster/karpenter/go.mod and aws/go.mod (tests/platform/test_karpenter.py checks).
+# localcluster/karpenter/go.mod and infra/tooling/karpenter-pins/go.mod (tests/platform/test_karpenter.py checks).
 VERSION = "1.15.0"
 # Kubernetes minors that version runs on: karpenter-provider-aws v1.15.0
 # pkg/providers/version/version.go, MinK8sVersion and MaxK8sVersion.

@@ -20,7 +20,8 @@ from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.node_pools import SYSTEM_LABELS
 from infra.tooling import chart_models, node_group_props
 from infra.tooling.manifests import HELM_RELEASE_TYPE as HELM_RELEASE
-from infra.workloads.placement import POOL_LABEL, Placement
+from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
+from infra.workloads.quantity import whole_count
 from infra.workloads.scheduling import Node, fits, gpu_limit, tolerates
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -52,16 +53,27 @@ def _kubernetes_validate() -> ModuleType:
 CRD_GROUPS = ("karpenter.sh", "karpenter.k8s.aws")
 
 
+# The AWS provider's module at the pinned Karpenter version: its pkg/apis/crds holds every Karpenter
+# CRD the platform uses (NodePool, NodeOverlay, EC2NodeClass). Package data, as chart-pins.
+KARPENTER_PINS = Path(__file__).resolve().parent / "karpenter-pins"
+KARPENTER_AWS = "github.com/aws/karpenter-provider-aws"
+
+
 @functools.cache
 def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     """(apiVersion, kind) -> the openAPIV3Schema of the pinned Karpenter CRDs."""
-    from localcluster import karpenter
+    import yaml
 
+    from infra.tooling.gomod import module_dir
+
+    crds = module_dir(KARPENTER_PINS, KARPENTER_AWS) / "pkg" / "apis" / "crds"
     return {
         (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"]): version["schema"][
             "openAPIV3Schema"
         ]
-        for crd in (*karpenter.crds(), *karpenter.aws_crds())
+        for path in sorted(crds.glob("*.yaml"))
+        for crd in yaml.safe_load_all(path.read_text())
+        if crd
         for version in crd["spec"]["versions"]
     }
 

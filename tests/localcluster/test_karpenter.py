@@ -46,16 +46,12 @@ def test_the_core_gets_the_feature_gates_the_pinned_chart_sets() -> None:
 def test_karpenters_charts_run_no_daemonset_as_the_agent_table_assumes() -> None:
     from infra.platform.karpenter import CHART, CRD_CHART, REPOSITORY
     from infra.tooling.agents import NO_DAEMONSET_CHARTS
-    from localcluster.charts import render
+    from infra.tooling.pinned_chart import render
 
     assert {f"{REPOSITORY}/{CHART}", f"{REPOSITORY}/{CRD_CHART}"} <= NO_DAEMONSET_CHARTS
     _, run = karpenter.platform_run()
-    rendered = render(
-        karpenter.chart(),
-        karpenter._known(karpenter.release_values(run)),
-        release="k",
-        namespace="kube-system",
-    )
+    values = karpenter._known(karpenter.release_values(run))
+    rendered = render(values, release="k", namespace="kube-system", chart=karpenter.chart())
     kinds = {d["kind"] for d in rendered}
     assert "Deployment" in kinds and "DaemonSet" not in kinds
     deployment = next(d for d in rendered if d["kind"] == "Deployment")

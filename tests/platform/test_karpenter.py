@@ -168,7 +168,9 @@ def test_the_controller_runs_on_the_system_nodes_with_pod_identity(stack: tuple[
 
 def test_one_version_for_chart_controller_and_the_core_the_tests_run() -> None:
     assert pins.version() == nodepool.VERSION
-    assert f"v{nodepool.VERSION}" == pins.pinned_version(pins.AWS_PINS, pins.AWS_PROVIDER)
+    from infra.tooling import gomod
+
+    assert f"v{nodepool.VERSION}" == gomod.pinned_version(pins.AWS_PINS, pins.AWS_PROVIDER)
 
 
 POLICY_ARGS = {
@@ -249,8 +251,8 @@ def _load(pool: dict[str, Any], **top: Any) -> Any:
 @pytest.mark.parametrize(
     ("pool", "says"),
     [
-        ({"instanceTypes": ["g5.xlarge"]}, "gpuPools.p.instanceTypes[0]: Input should be 'g5g.xlarge'"),
-        ({"instanceTypes": ["t4g.large"]}, "gpuPools.p.instanceTypes[0]: Input should be 'g5g.xlarge'"),
+        ({"instanceTypes": ["g5.xlarge"]}, "gpuPools.p.instanceTypes[0] must be one of g5g.xlarge"),
+        ({"instanceTypes": ["t4g.large"]}, "gpuPools.p.instanceTypes[0] must be one of g5g.xlarge"),
         (
             {"karpenter": {"gpuLimit": 1}, "instanceTypes": ["g5g.16xlarge"]},
             "gpuPools.p.karpenter.gpuLimit (1) is below what one node advertises (2",
@@ -279,7 +281,7 @@ def _load(pool: dict[str, Any], **top: Any) -> Any:
         ),
         (
             {"provisioner": "fargate"},
-            "gpuPools.p.provisioner: Input should be 'managedNodeGroup' or 'karpenter'",
+            "gpuPools.p.provisioner must be one of managedNodeGroup, karpenter, got 'fargate'",
         ),
     ],
 )
