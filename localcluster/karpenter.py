@@ -297,6 +297,7 @@ def apply_crds(kube: Any, documents: list[dict[str, Any]]) -> None:
     for crd in documents:
         name = crd["metadata"]["name"]
         wait_until(f"CRD {name} established", lambda n=name: _established(kube, n), 30)
+    kube.dynamic.resources.invalidate_cache()  # the client learns the new kinds (discovery is cached)
 
 
 def _nodepool_ready(kube: Any, name: str) -> bool:
