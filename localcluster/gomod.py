@@ -18,3 +18,8 @@ BIN = CACHE / "bin"
 def module_dir(pins: str, module: str) -> Path:
     """Where the module cache holds ``module`` at the version ``localcluster/<pins>/go.mod`` pins."""
     return gomod.module_dir(HERE / pins, module)
+
+
+def pinned_version(pins: str, module: str) -> str:
+    """The version ``localcluster/<pins>/go.mod`` requires ``module`` at, as written there."""
+    return gomod.pinned_version(HERE / pins, module)

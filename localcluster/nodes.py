@@ -76,6 +76,11 @@ def _gpus(labels: Mapping[str, str], physical: int, run: Run) -> int:
     return physical * replicas.get(chosen, 1) if chosen else physical
 
 
+def advertised_gpus(labels: Mapping[str, str], physical: int, run: Run) -> int:
+    """``nvidia.com/gpu`` the device plugin of ``run`` advertises on a node with ``labels`` and ``physical`` GPUs."""
+    return _gpus(labels, physical, run)
+
+
 def mirror(group: Registration, run: Run, gpu_nodes: int) -> MirroredGroup:
     """The nodes of one declared group: GPU groups get ``gpu_nodes``, others their desired size."""
     inputs = group.inputs

@@ -121,7 +121,7 @@ def expander_priorities(pools: Sequence[Pool]) -> dict[str, list[str]]:
 def helm_values(platform: PlatformConfig) -> dict[str, Any]:
     """The chart's values: discover the GPU pools, run on the system nodes, rank the pools."""
     config, cluster_name = platform.autoscaler, platform.cluster_name
-    priorities = expander_priorities(platform.pools)
+    priorities = expander_priorities(platform.node_group_pools)  # never a Karpenter pool
     ranked = len(priorities) > 1
     # Ranked pools: cheapest fitting node first, spot first among equals; remaining ties go to the configured expander.
     expander = f"priority,{config.expander}" if ranked and config.expander != "priority" else config.expander

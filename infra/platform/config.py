@@ -33,6 +33,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
+from infra.platform import nodepool
 from infra.platform.addons import ADDON_VERSIONS
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.network import subnet_layout
@@ -300,6 +301,44 @@ class SharingConfig(Section):
     """The device plugin's time-slicing."""
 
 
+def _karpenter_duration(value: str) -> str:
+    # A Go duration (as everywhere here) that Karpenter's NodePool CRD also takes: whole s, m, h parts.
+    _go_duration(value)
+    if not re.fullmatch(nodepool.CONSOLIDATE_AFTER, value):
+        raise ValueError(
+            f"must be whole seconds, minutes or hours as Karpenter's NodePool takes them (e.g. 30s, 10m, 1h30m), got {value!r}"
+        )
+    return value
+
+
+KarpenterDuration = Annotated[
+    str,
+    AfterValidator(_karpenter_duration),
+    Field(
+        json_schema_extra={"format": "go-duration", "x-allowed": "a duration of whole s, m and h parts"},
+        examples=["10m"],
+    ),
+]
+PROVISIONERS = ("managedNodeGroup", "karpenter")
+
+
+class KarpenterPoolConfig(Section):
+    """How Karpenter provisions and consolidates a pool whose provisioner is karpenter."""
+
+    capacity_types: unique(Literal[CAPACITY_TYPES], 1) | None = None
+    """Capacity types Karpenter may launch (default: [capacityType]); with both, it takes spot where it is to be had."""
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = "WhenEmpty"
+    """WhenEmpty removes only nodes without GPU pods; WhenEmptyOrUnderutilized also moves running pods to pack nodes."""
+    consolidate_after: KarpenterDuration = "10m"
+    """How long a node stays empty (or underutilized) before Karpenter removes it."""
+    disruption_budget: text(nodepool.BUDGET_NODES, "a node count, or a percentage from 0% to 100%", "1") = "1"
+    """Nodes (a count or a percentage) Karpenter may disrupt at once in this pool, consolidation and drift alike."""
+    keep_node_group: Flag = False
+    """Moving from a node group: keep its nodes (Cluster Autoscaler lets go of it) until you have drained them; then remove this."""
+    gpu_limit: whole(1, 450 * 32) | None = None
+    """nvidia.com/gpu the pool may hold in all (time-sliced slots on a shared pool); default maxSize x what one node advertises."""
+
+
 class GpuPoolConfig(NodeGroupConfig):
     """A GPU pool: a managed node group of one GPU count, tainted and labelled by the contract."""
 
@@ -314,7 +353,50 @@ class GpuPoolConfig(NodeGroupConfig):
     sharing: SharingConfig | None = None
     """Time-slicing: {timeSlicing: {replicas: N}}; without it, whole GPUs."""
     node_repair: Flag = True
-    """EKS node auto-repair: replace a node whose health checks fail."""
+    """EKS node auto-repair: replace a node whose health checks fail (Karpenter pools: its node repair, alpha)."""
+    provisioner: Literal[PROVISIONERS] = "managedNodeGroup"
+    """Who adds and removes the pool's nodes: a managed node group scaled by Cluster Autoscaler, or Karpenter (no node group)."""
+    karpenter: KarpenterPoolConfig | None = None
+    """Karpenter's settings for this pool (only with provisioner: karpenter)."""
+
+    @property
+    def slots_per_node(self) -> int:
+        """nvidia.com/gpu one node advertises: its GPUs times the time-slicing replicas."""
+        replicas = self.sharing.time_slicing.replicas if self.sharing else 1
+        return ARM_NVIDIA[self.instance_types[0]].gpus * replicas
+
+    @property
+    def karpenter_settings(self) -> KarpenterPoolConfig:
+        return self.karpenter or KarpenterPoolConfig()
+
+    @property
+    def capacity_types(self) -> tuple[str, ...]:
+        """What the pool's nodes may be bought as: Karpenter's list, else the one capacityType."""
+        return self.karpenter_settings.capacity_types or (self.capacity_type,)
+
+    @model_validator(mode="after")
+    def _provisioner_settings(self) -> GpuPoolConfig:
+        given = self.model_fields_set
+        if self.provisioner != "karpenter":
+            if self.karpenter is not None:
+                raise ValueError(
+                    ".karpenter is set but provisioner is not karpenter: set provisioner: karpenter or remove it"
+                )
+            return self
+        if {"desired_size", "min_size"} & given and (self.min_size or self.desired_size):
+            raise ValueError(
+                ".minSize and .desiredSize do not apply with provisioner: karpenter, which keeps no minimum "
+                "(nodes only while pods need them): leave them unset or 0"
+            )
+        settings = self.karpenter_settings
+        if settings.capacity_types and "capacity_type" in given:
+            raise ValueError(".capacityType and .karpenter.capacityTypes are both set: keep one of them")
+        if settings.gpu_limit is not None and settings.gpu_limit < self.slots_per_node:
+            raise ValueError(
+                f".karpenter.gpuLimit ({settings.gpu_limit}) is below what one node advertises "
+                f"({self.slots_per_node} nvidia.com/gpu): Karpenter could never launch a node"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_gpu_count(self) -> GpuPoolConfig:
@@ -445,7 +527,27 @@ class PlatformConfig(Section):
             raise ValueError(
                 f".placement.key {contract.key!r} collides with the system group's label; choose another key"
             )
+        self._karpenter_runs_here()
         return self
+
+    def _karpenter_runs_here(self) -> None:
+        """Karpenter pools need a Kubernetes minor the pinned Karpenter supports, and one node repair setting."""
+        pools = [p.name for p in self.karpenter_pools]
+        if not pools:
+            return
+        where = f"gpuPools.{pools[0]}.provisioner: karpenter"
+        if not nodepool.kubernetes_supported(self.kubernetes_version):
+            low, high = nodepool.KUBERNETES_MINORS
+            raise ValueError(
+                f".kubernetesVersion {self.kubernetes_version!r} is not one Karpenter {nodepool.VERSION} runs on "
+                f"({low} to {high}), asked for by {where}: use managedNodeGroup pools or another minor"
+            )
+        repair = {p.name: p.settings.node_repair for p in self.karpenter_pools}
+        if len(set(repair.values())) > 1:
+            raise ValueError(
+                f".gpuPools: nodeRepair differs between Karpenter pools {repair}: Karpenter's node repair is "
+                "one switch for its whole controller; set the same value on every Karpenter pool"
+            )
 
     def secret(self, key: str, value: Any) -> Any:
         """``value`` as a secret Output when config ``key`` was set with ``--secret``, else as is."""
@@ -464,12 +566,32 @@ class PlatformConfig(Section):
                     name=name,
                     gpus_per_node=ARM_NVIDIA[pool.instance_types[0]].gpus,  # one count per pool (checked)
                     time_slicing_replicas=pool.sharing.time_slicing.replicas if pool.sharing else 1,
-                    capacity_type=pool.capacity_type,
+                    # A pool that may run on spot is a spot pool to its consumers: nodes may be reclaimed.
+                    capacity_type="SPOT" if "SPOT" in pool.capacity_types else "ON_DEMAND",
                 ),
                 pool,
             )
             for name, pool in self.gpu_pools.items()
         )
+
+    @property
+    def node_group_pools(self) -> tuple[Pool, ...]:
+        """The pools that are managed node groups, scaled by Cluster Autoscaler."""
+        return tuple(p for p in self.pools if p.settings.provisioner != "karpenter")
+
+    @property
+    def pools_with_node_groups(self) -> tuple[Pool, ...]:
+        """The node group pools, and Karpenter pools moving off a node group that is kept until drained."""
+        return tuple(
+            p
+            for p in self.pools
+            if p.settings.provisioner != "karpenter" or p.settings.karpenter_settings.keep_node_group
+        )
+
+    @property
+    def karpenter_pools(self) -> tuple[Pool, ...]:
+        """The pools Karpenter provisions: no node group, nothing for Cluster Autoscaler."""
+        return tuple(p for p in self.pools if p.settings.provisioner == "karpenter")
 
     @functools.cached_property
     def contract(self) -> Placement:

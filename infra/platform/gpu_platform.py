@@ -12,12 +12,13 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from infra.platform import addons, node_pools, pool_sizes
+from infra.platform import addons, node_pools, nodepool, pool_sizes
 from infra.platform.autoscaler import autoscaler
 from infra.platform.cluster import cluster, secrets_key
 from infra.platform.config import PlatformConfig, Pool
 from infra.platform.device_plugin import device_plugin
 from infra.platform.iam import node_role
+from infra.platform.karpenter import karpenter
 from infra.platform.network import Network, network
 from infra.platform.node_group import managed_node_group
 from infra.platform.observability import observability
@@ -38,7 +39,14 @@ class GpuPlatform(pulumi.ComponentResource):
         # VPC, the KMS key and the cluster. Not the GPU pools: replacing or removing one is routine
         # (docs/decisions/0004-production-protects-network-key-cluster.md).
         guarded = pulumi.ResourceOptions(parent=self, protect=config.production)
-        net = network(f"{name}-vpc", config.network, guarded, secret=lambda v: config.secret("network", v))
+        discovery = {nodepool.DISCOVERY_TAG: config.cluster_name} if config.karpenter_pools else None
+        net = network(
+            f"{name}-vpc",
+            config.network,
+            guarded,
+            secret=lambda v: config.secret("network", v),
+            private_tags=discovery,
+        )
         key = secrets_key(f"{name}-secrets", guarded)
         self.cluster = cluster(f"{name}-eks", config, net, key=key, opts=guarded)
         self.system_nodes, gpu_pools = self._node_groups(name, config, net, sizes)
@@ -57,13 +65,26 @@ class GpuPlatform(pulumi.ComponentResource):
         _, self.device_plugin = device_plugin(
             "nvidia-device-plugin", config.device_plugin, config.contract, on_cluster
         )
-        if config.autoscaler.enabled:
+        if config.autoscaler.enabled and config.node_group_pools:  # Karpenter pools are never its business
             autoscaler(
                 "cluster-autoscaler",
                 config,
-                gpu_pools,
+                [(pool, group) for pool, group in gpu_pools if pool in config.node_group_pools],
                 pod_identity_agent=self.pod_identity_agent,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=after_pools),
+                k8s_opts=pulumi.ResourceOptions(
+                    parent=self, provider=self.provider, depends_on=[self.system_nodes]
+                ),
+            )
+        if config.karpenter_pools:
+            vpc = config.network
+            karpenter(
+                "karpenter",
+                config,
+                net,
+                tagged_subnets=len(vpc.private_subnet_ids),  # an existing VPC's; a new one's carry the tag
+                pod_identity_agent=self.pod_identity_agent,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]),
                 k8s_opts=pulumi.ResourceOptions(
                     parent=self, provider=self.provider, depends_on=[self.system_nodes]
                 ),
@@ -111,6 +132,6 @@ class GpuPlatform(pulumi.ComponentResource):
                     **common,
                 ),
             )
-            for pool in config.pools
+            for pool in config.pools_with_node_groups  # Karpenter pools have none, but while moving (karpenter.py)
         ]
         return system_nodes, gpu_pools

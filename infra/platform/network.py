@@ -7,7 +7,7 @@ Balancer Controller) come from :func:`subnet_layout`, which the config check run
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,9 +54,14 @@ def subnet_layout(cidr: Any, zones: int) -> tuple[list[str], list[str]]:
 
 
 def network(
-    name: str, config: NetworkConfig, opts: pulumi.ResourceOptions, secret: Callable[[Any], Any] = lambda v: v
+    name: str,
+    config: NetworkConfig,
+    opts: pulumi.ResourceOptions,
+    secret: Callable[[Any], Any] = lambda v: v,
+    private_tags: Mapping[str, str] | None = None,
 ) -> Network:
-    """``secret`` wraps what came from config when ``network`` was set with ``--secret``."""
+    """``secret`` wraps what came from config when ``network`` was set with ``--secret``; a new VPC's
+    private subnets also get ``private_tags`` (Karpenter's discovery tag: karpenter.py tags an existing VPC's)."""
     if config.vpc_id:
         return Network(
             secret(config.vpc_id),
@@ -75,7 +80,7 @@ def network(
             awsx.ec2.SubnetSpecArgs(
                 type=awsx.ec2.SubnetType.PRIVATE,
                 cidr_blocks=private,
-                tags={"kubernetes.io/role/internal-elb": "1"},
+                tags={"kubernetes.io/role/internal-elb": "1", **(private_tags or {})},
             ),
             awsx.ec2.SubnetSpecArgs(
                 type=awsx.ec2.SubnetType.PUBLIC, cidr_blocks=public, tags={"kubernetes.io/role/elb": "1"}

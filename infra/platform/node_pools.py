@@ -27,12 +27,17 @@ SYSTEM_LABEL = "node-role"
 SYSTEM_LABELS = {SYSTEM_LABEL: "system"}
 
 
-def labels(placement: Placement, pool: GpuPool) -> dict[str, str]:
-    """The node labels of a pool: the contract's, the pool's, the autoscaler's, the plugin's."""
-    result = {**placement.pool_labels(pool.name), ACCELERATOR_LABEL: ACCELERATOR}
+def contract_labels(placement: Placement, pool: GpuPool) -> dict[str, str]:
+    """The labels every node of a pool carries, whoever provisions it: the contract's, the pool's, the plugin's."""
+    result = placement.pool_labels(pool.name)
     if pool.shared:
         result[DEVICE_PLUGIN_CONFIG_LABEL] = pool.name  # untouched pools take the whole-GPU default
     return result
+
+
+def labels(placement: Placement, pool: GpuPool) -> dict[str, str]:
+    """The node labels of a node group's pool: the contract's, the pool's, the plugin's, the autoscaler's."""
+    return {**contract_labels(placement, pool), ACCELERATOR_LABEL: ACCELERATOR}
 
 
 def node_group_tags(pool: GpuPool) -> dict[str, str]:

@@ -20,7 +20,8 @@ from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.node_pools import SYSTEM_LABELS
 from infra.tooling import chart_models, node_group_props
 from infra.tooling.manifests import HELM_RELEASE_TYPE as HELM_RELEASE
-from infra.workloads.placement import POOL_LABEL, Placement
+from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
+from infra.workloads.quantity import whole_count
 from infra.workloads.scheduling import Node, fits, gpu_limit, tolerates
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -35,7 +36,14 @@ GPU_AMI_WORDS = frozenset({"NVIDIA", "GPU"})
 """Words of an EKS ``amiType`` (enum ``AMITypes``) that mean a GPU AMI: every ``*_NVIDIA`` (FIPS too) and
 ``AL2_x86_64_GPU``; not ``*_NEURON`` (``aws.amazon.com/neuron``). A test checks it against botocore's enum."""
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-NO_DAEMONSET_CHARTS = frozenset({"cluster-autoscaler"})  # charts whose workloads are Deployments only
+# Charts whose workloads are Deployments only (Karpenter's: infra/platform/karpenter.py; its test renders the chart).
+NO_DAEMONSET_CHARTS = frozenset(
+    {
+        "cluster-autoscaler",
+        "oci://public.ecr.aws/karpenter/karpenter",
+        "oci://public.ecr.aws/karpenter/karpenter-crd",
+    }
+)
 NOT_KNOWN_YET = "configurationValues not known yet"
 DEVICE_PLUGIN = chart_models.DEVICE_PLUGIN_CHART
 DCGM_SERVER_ON_ARM = (
@@ -84,6 +92,28 @@ def is_gpu_instance_type(instance_type: Any) -> bool:
     return str(instance_type).startswith(GPU_INSTANCE_PREFIXES)
 
 
+NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
+
+
+def nodepool_template(props: Mapping[str, Any]) -> tuple[dict[str, str], list[Any], list[str]]:
+    """A Karpenter NodePool's node labels, taints and instance types (its ``In`` requirement), as declared."""
+    template = (props.get("spec") or {}).get("template") or {}
+    spec = template.get("spec") or {}
+    types = [
+        value
+        for r in spec.get("requirements") or []
+        if r.get("key") == "node.kubernetes.io/instance-type" and r.get("operator") == "In"
+        for value in r.get("values") or []
+    ]
+    return dict((template.get("metadata") or {}).get("labels") or {}), list(spec.get("taints") or []), types
+
+
+def is_gpu_nodepool(props: Mapping[str, Any]) -> bool:
+    """A NodePool that may launch a GPU instance type, or that counts GPUs in its limits."""
+    limits = (props.get("spec") or {}).get("limits") or {}
+    return GPU_RESOURCE in limits or any(is_gpu_instance_type(t) for t in nodepool_template(props)[2])
+
+
 def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
     """A GPU instance type or a GPU ``amiType``: each is enough evidence on its own.
 
@@ -116,8 +146,64 @@ def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
     )
 
 
+NODE_OVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
+
+
+def nodepool_name(name: str, props: Mapping[str, Any]) -> str:
+    return str((props.get("metadata") or {}).get("name") or name)
+
+
+def overlay_gpus(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> dict[str, int]:
+    """NodePool name -> ``nvidia.com/gpu`` a NodeOverlay tells Karpenter its nodes advertise (time-slicing)."""
+    found = {}
+    for typ, _, props in resources:
+        spec = (props.get("spec") or {}) if typ == NODE_OVERLAY else {}
+        gpus = (spec.get("capacity") or {}).get(GPU_RESOURCE)
+        for r in spec.get("requirements") or []:
+            if gpus is not None and r.get("key") == "karpenter.sh/nodepool" and r.get("operator") == "In":
+                found.update({pool: whole_count(gpus) for pool in r.get("values") or []})
+    return found
+
+
+def nodepool_nodes(name: str, props: Mapping[str, Any], gpus: int | None = None) -> tuple[Node, ...]:
+    """A Karpenter NodePool's nodes, one per instance type it may launch: its template's labels and taints;
+    ``gpus``: what a NodeOverlay says they advertise, else the type's GPUs."""
+    labels, taints, types = nodepool_template(props)
+    nodes = []
+    for t in types:
+        node = Node.from_node_group(
+            f"{name}/{t}",
+            labels={**labels, "karpenter.sh/nodepool": nodepool_name(name, props)},
+            instance_type=t,
+            arch="arm64" if t in ARM_NVIDIA or t in ARM_SYSTEM else "amd64",
+            gpus=gpus if gpus is not None else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
+        )
+        nodes.append(
+            Node(name=node.name, labels=node.labels, taints=tuple(taints), allocatable=node.allocatable)
+        )
+    return tuple(nodes)
+
+
+def declared_nodes(resources: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[Node]:
+    """One node per node group or NodePool and instance type, offering what a real one would."""
+    slots = overlay_gpus(resources)
+    return [
+        node
+        for typ, name, props in resources
+        for node in (
+            group_nodes(name, props)
+            if typ == NODE_GROUP
+            else nodepool_nodes(name, props, slots.get(nodepool_name(name, props)))
+            if typ == NODEPOOL
+            else ()
+        )
+    ]
+
+
 def groups_of(resources: Iterable[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Group]:
-    """The stack's node groups as nodes carrying exactly the declared labels and taints."""
+    """The stack's node groups and Karpenter NodePools as nodes carrying exactly the declared labels and taints."""
+    resources = list(resources)
+    slots = overlay_gpus(resources)
     groups = [
         Group(
             name,
@@ -126,6 +212,12 @@ def groups_of(resources: Iterable[tuple[str, str, Mapping[str, Any]]], placement
         )
         for typ, name, props in resources
         if typ == NODE_GROUP
+    ] + [
+        Group(
+            name, is_gpu_nodepool(props), nodepool_nodes(name, props, slots.get(nodepool_name(name, props)))
+        )
+        for typ, name, props in resources
+        if typ == NODEPOOL
     ]
     return sorted(groups, key=lambda g: g.name)
 

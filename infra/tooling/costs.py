@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM, PRICES_SOURCE
-from infra.tooling.agents import NODE_GROUP, aligned
+from infra.tooling.agents import NODE_GROUP, NODEPOOL, aligned, nodepool_name, nodepool_template, overlay_gpus
+from infra.workloads.placement import GPU_RESOURCE
+from infra.workloads.quantity import whole_count
 
 HOURS_PER_MONTH = 730
 PRICE_REGION = "us-east-1"
@@ -75,9 +77,35 @@ def group_cost(name: str, props: Mapping[str, Any]) -> GroupCost:
     )
 
 
+def nodepool_cost(name: str, props: Mapping[str, Any], gpus_per_node: int | None) -> GroupCost:
+    """A Karpenter NodePool: no nodes at least; at most what its GPU limit allows, ``gpus_per_node`` each
+    (a NodeOverlay's time-sliced count, else the types' GPUs), priced with its dearest type."""
+    _, _, types = nodepool_template(props)
+    spec = props.get("spec") or {}
+    per_node = gpus_per_node or min((ARM_NVIDIA[t].gpus for t in types if t in ARM_NVIDIA), default=1)
+    limit = (spec.get("limits") or {}).get(GPU_RESOURCE)
+    most = whole_count(limit) // per_node if limit is not None else 0
+    capacity = [
+        v for r in (spec.get("template") or {}).get("spec", {}).get("requirements") or []
+        if r.get("key") == "karpenter.sh/capacity-type" for v in r.get("values") or []
+    ]  # fmt: skip
+    return group_cost(
+        f"{nodepool_name(name, props)} (Karpenter)",
+        {
+            "instanceTypes": types,
+            "capacityType": "SPOT" if "spot" in capacity else "ON_DEMAND",
+            "scalingConfig": {"minSize": 0, "maxSize": most},
+        },
+    )
+
+
 def stack_cost(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> CostReport:
-    """The cost of every node group among ``resources`` (type, name, props)."""
-    groups = sorted((group_cost(n, p) for t, n, p in resources if t == NODE_GROUP), key=lambda g: g.name)
+    """The cost of every node group and Karpenter NodePool among ``resources`` (type, name, props)."""
+    resources = list(resources)
+    slots = overlay_gpus(resources)
+    costs = [group_cost(n, p) for t, n, p in resources if t == NODE_GROUP]
+    costs += [nodepool_cost(n, p, slots.get(nodepool_name(n, p))) for t, n, p in resources if t == NODEPOOL]
+    groups = sorted(costs, key=lambda g: g.name)
     missing = {t for g in groups if None in (g.min_usd_per_hour, g.max_usd_per_hour) for t in g.unpriced}
     low, high = (sum(getattr(g, b) or 0.0 for g in groups) for b in BOUNDS)
     return CostReport(tuple(groups), tuple(sorted(missing)), min_usd_per_hour=low, max_usd_per_hour=high)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -33,6 +34,9 @@ def module_dir(pins: Path, module: str) -> Path:
         out = subprocess.run(
             ["go", "mod", "download", "-json", module],
             cwd=pins,
+            # A pins folder whose go line is newer than the installed Go (localcluster/karpenter: 1.26.9)
+            # gets that toolchain from the module proxy, as localcluster/karpenter/build.sh builds with it.
+            env={**os.environ, "GOTOOLCHAIN": "auto"},
             check=True,
             capture_output=True,
             text=True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -47,9 +48,56 @@ def _kubernetes_validate() -> ModuleType:
     return kubernetes_validate
 
 
+# Custom resources the platform declares, checked against the CRDs of the pinned Karpenter
+# (localcluster/karpenter.py): kubernetes-validate knows only Kubernetes' own kinds.
+CRD_GROUPS = ("karpenter.sh", "karpenter.k8s.aws")
+
+
+# The AWS provider's module at the pinned Karpenter version: its pkg/apis/crds holds every Karpenter
+# CRD the platform uses (NodePool, NodeOverlay, EC2NodeClass). Package data, as chart-pins.
+KARPENTER_PINS = Path(__file__).resolve().parent / "karpenter-pins"
+KARPENTER_AWS = "github.com/aws/karpenter-provider-aws"
+
+
+@functools.cache
+def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> the openAPIV3Schema of the pinned Karpenter CRDs."""
+    import yaml
+
+    from infra.tooling.gomod import module_dir
+
+    crds = module_dir(KARPENTER_PINS, KARPENTER_AWS) / "pkg" / "apis" / "crds"
+    return {
+        (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"]): version["schema"][
+            "openAPIV3Schema"
+        ]
+        for path in sorted(crds.glob("*.yaml"))
+        for crd in yaml.safe_load_all(path.read_text())
+        if crd
+        for version in crd["spec"]["versions"]
+    }
+
+
+def _validate_custom(manifest: Mapping[str, Any], ref: str) -> None:
+    import jsonschema
+
+    schema = _crd_schemas().get((str(manifest.get("apiVersion")), str(manifest.get("kind"))))
+    if schema is None:
+        raise ManifestError(f"{ref}: no CRD of the pinned Karpenter serves {manifest.get('apiVersion')}")
+    try:
+        jsonschema.validate(dict(manifest), schema)
+    except jsonschema.ValidationError as error:
+        path = ".".join(str(p) for p in error.path) or "(top level)"
+        raise ManifestError(f"{ref} is not valid for its CRD: {path}: {error.message}") from None
+
+
 def validate_manifest(manifest: Mapping[str, Any], kubernetes_version: str) -> None:
     """Raise :class:`ManifestError` naming the object, the field path and the schema's complaint."""
     import jsonschema
+
+    if str(manifest.get("apiVersion", "")).split("/")[0] in CRD_GROUPS:
+        _validate_custom(manifest, f"{manifest.get('kind')}/{(manifest.get('metadata') or {}).get('name')}")
+        return
 
     library = _kubernetes_validate()
     ref = f"{manifest.get('kind')}/{(manifest.get('metadata') or {}).get('name')}"

@@ -96,6 +96,12 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
         }
     if typ == "aws:iam/role:Role":
         return {"arn": _arn("iam", "role", named), "name": named}
+    if typ == "aws:sqs/queue:Queue":  # Karpenter's interruption queue: its chart is told the name
+        return {
+            "arn": f"arn:aws:sqs:us-west-2:123456789012:{computed(name, 'name')}",
+            "name": computed(name, "name"),
+            "url": computed(name, "url"),
+        }
     if typ == "aws:kms/key:Key":
         return {"arn": _arn("kms", "key", name), "keyId": computed(name, "keyId")}
     if typ == "aws:ec2/launchTemplate:LaunchTemplate":

@@ -58,10 +58,13 @@ def helm() -> Path:
     )
 
 
-def render(values: Mapping[str, Any], *, release: str, namespace: str) -> list[dict[str, Any]]:
-    """``helm template`` of the pinned chart with ``values``: every object the release would install."""
+def render(
+    values: Mapping[str, Any], *, release: str, namespace: str, chart: Path | None = None
+) -> list[dict[str, Any]]:
+    """``helm template`` of the pinned chart (or another local ``chart``) with ``values``: every object the
+    release would install."""
     out = subprocess.run(
-        [str(helm()), "template", release, str(chart_dir()), "-n", namespace, "-f", "-"],
+        [str(helm()), "template", release, str(chart or chart_dir()), "-n", namespace, "-f", "-"],
         input=yaml.safe_dump(dict(values)),
         check=True,
         capture_output=True,

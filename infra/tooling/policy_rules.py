@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.tooling.agents import CLUSTER as PULUMI_EKS_CLUSTER
-from infra.tooling.agents import NODE_GROUP, is_gpu_node_group, landings
+from infra.tooling.agents import (
+    NODE_GROUP,
+    NODEPOOL,
+    is_gpu_node_group,
+    is_gpu_nodepool,
+    landings,
+    nodepool_template,
+)
 from infra.tooling.node_group_props import labels, problems, taints
 from infra.workloads import gpu_deployment, gpu_job
 from infra.workloads.placement import (
@@ -108,8 +115,25 @@ def gpu_toleration_without_gpu(
     return []
 
 
+def _gpu_nodepool_contract(props: Mapping[str, Any], placement: Placement) -> list[str]:
+    """A Karpenter GPU NodePool's nodes carry the contract, as a node group's do (Kubernetes spelling)."""
+    node_labels, node_taints, _ = nodepool_template(props)
+    found = []
+    if node_labels.get(placement.key) != placement.value:
+        found.append(
+            f"is a GPU NodePool without the label {placement.node_labels()}: add it to spec.template.metadata.labels"
+        )
+    if placement.node_taint() not in node_taints:
+        found.append(
+            f"is a GPU NodePool without the taint {placement.node_taint()}: add it to spec.template.spec.taints"
+        )
+    return found
+
+
 def gpu_node_group_contract(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
-    """Mandatory: every GPU node group carries the contract's taint and label."""
+    """Mandatory: every GPU node group, and every Karpenter GPU NodePool, carries the contract's taint and label."""
+    if resource_type == NODEPOOL and is_gpu_nodepool(props):
+        return _gpu_nodepool_contract(props, placement)
     if resource_type != NODE_GROUP or not is_gpu_node_group(props):
         return []
     found = []
@@ -345,6 +369,11 @@ def declared_contracts(resources: Resources, links: Links | None = None) -> tupl
         for t, _, p in effective
         if t == NODE_GROUP and is_gpu_node_group(p)
         for contract in _paired(taints(p), labels(p), K8S_TO_EKS_EFFECT[GPU_TAINT_EFFECT])
+    ] + [
+        contract
+        for t, _, p in effective
+        if t == NODEPOOL and is_gpu_nodepool(p)
+        for contract in _paired(nodepool_template(p)[1], nodepool_template(p)[0], GPU_TAINT_EFFECT)
     ]
     placed = []
     for t, n, p in resources:

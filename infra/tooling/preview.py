@@ -25,7 +25,14 @@ from typing import Any, NoReturn
 import yaml
 
 from infra.platform import config as platform_config
-from infra.tooling.agents import NODE_GROUP, aligned, device_plugin_daemonsets, group_nodes, landings
+from infra.tooling.agents import (
+    NODE_GROUP,
+    NODEPOOL,
+    aligned,
+    declared_nodes,
+    device_plugin_daemonsets,
+    landings,
+)
 from infra.tooling.agents import table as agent_table
 from infra.tooling.chart_models import (
     DEVICE_PLUGIN_CHART,
@@ -189,6 +196,24 @@ def spot_notes(run: Run) -> list[str]:
                 "A pod that names no pool gets the cheapest pool that fits it; spot wins only over "
                 "an on-demand pool of the same price rank (infra/platform/autoscaler.py)."
             )
+    for pool in run.of_type(NODEPOOL):
+        spec = pool.inputs.get("spec") or {}
+        capacity = [
+            v for r in (spec.get("template") or {}).get("spec", {}).get("requirements") or []
+            if r.get("key") == "karpenter.sh/capacity-type" for v in r.get("values") or []
+        ]  # fmt: skip
+        if "spot" in capacity:
+            labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+            either = (
+                " or on-demand (Karpenter takes spot where it is to be had)"
+                if "on-demand" in capacity
+                else ""
+            )
+            notes.append(
+                f"  {labels.get(POOL_LABEL, pool.name)} may run on SPOT{either}: Karpenter hears the 2-minute "
+                "reclaim notice through its interruption queue and drains the node; its pods go back to Pending "
+                "and reschedule."
+            )
     return notes
 
 
@@ -280,8 +305,8 @@ def project_report(
     if notes:
         blocks.append("\n" + "\n".join(notes))
     resources = [(r.type, r.name, r.inputs) for r in run.resources]
-    if run.of_type(NODE_GROUP):
-        blocks.append("\nagents (DaemonSets): on which node groups each lands:")
+    if run.of_type(NODE_GROUP) or run.of_type(NODEPOOL):
+        blocks.append("\nagents (DaemonSets): on which node groups (and Karpenter NodePools) each lands:")
         blocks.append("\n".join(agent_table(landings(resources, contracts[0]))))
         blocks.append("\n" + "\n".join(cost_lines(stack_cost(resources), region)))
     violations = check_policies(policy_resources, contracts, links=links)
@@ -311,7 +336,7 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> None:
         run = run_project(project, stack)
         name = load_project(project, stack)[0]
         # one node per node group and instance type, offering what a real one would
-        nodes = nodes or [n for g in run.of_type(NODE_GROUP) for n in group_nodes(g.name, g.inputs)]
+        nodes = nodes or declared_nodes([(r.type, r.name, r.inputs) for r in run.resources])
         blocks, project_mandatory = project_report(name, stack, run, nodes, root_config.get("aws:region"))
         print("\n".join(blocks))
         mandatory += project_mandatory

@@ -78,3 +78,16 @@ def test_the_cost_lines_say_the_prices_are_us_east_1_and_the_stacks_region_may_d
         in lines(report, region="us-west-2")[1]
     )
     assert "the region this stack runs in" in lines(report, region="us-east-1")[1]
+
+
+def test_a_karpenter_pool_costs_nothing_at_least_and_its_gpu_limit_at_most() -> None:
+    from localcluster import karpenter
+
+    _, run = karpenter.platform_run()
+    report = stack_cost([(r.type, r.name, r.inputs) for r in run.resources])
+    pools = {g.name: g for g in report.groups if g.name.endswith("(Karpenter)")}
+    burst, batch = pools["gpu-burst (Karpenter)"], pools["gpu-batch (Karpenter)"]
+    # burst: limit 8 time-sliced slots, 4 per node (its NodeOverlay) -> 2 nodes of the dearest type
+    assert (burst.min_size, burst.max_size, burst.capacity_type) == (0, 2, "SPOT")
+    assert burst.min_usd_per_hour == 0 and burst.max_usd_per_hour == pytest.approx(2 * 0.828)
+    assert (batch.max_size, batch.max_usd_per_hour) == (2, pytest.approx(2 * 0.556))

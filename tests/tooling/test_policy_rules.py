@@ -377,3 +377,31 @@ def test_preview_fails_a_stack_with_a_hand_written_gpu_deployment(tmp_path: Path
         in captured.out
     )
     assert "mandatory policy violation(s)" in captured.err
+
+
+def test_a_karpenter_gpu_nodepool_carries_the_contract_as_a_node_group_does() -> None:
+    """The NodePool the platform declares passes; the same without the taint or the label is mandatory."""
+    from infra.tooling.agents import NODEPOOL
+    from localcluster import karpenter
+
+    _, run = karpenter.platform_run()
+    pool = next(r.inputs for r in run.of_type(NODEPOOL) if r.name == "nodepool-gpu-batch")
+    assert gpu_node_group_contract(NODEPOOL, pool, DEFAULT_PLACEMENT) == []
+    template = pool["spec"]["template"]
+    untainted = {
+        **pool,
+        "spec": {**pool["spec"], "template": {**template, "spec": {**template["spec"], "taints": []}}},
+    }
+    assert gpu_node_group_contract(NODEPOOL, untainted, DEFAULT_PLACEMENT) == [
+        "is a GPU NodePool without the taint {'key': 'GPU', 'value': 'true', 'effect': 'NoSchedule'}: "
+        "add it to spec.template.spec.taints"
+    ]
+    found = check([(NODEPOOL, "gpu-batch", untainted)], DEFAULT_PLACEMENT)
+    assert [(v.rule, v.level) for v in found] == [("gpu-node-group-contract", "mandatory")]
+    unlabelled = {**pool, "spec": {**pool["spec"], "template": {**template, "metadata": {"labels": {}}}}}
+    assert (
+        "without the label {'GPU': 'true'}"
+        in gpu_node_group_contract(NODEPOOL, unlabelled, DEFAULT_PLACEMENT)[0]
+    )
+    cpu_only = {"spec": {"template": {"spec": {"requirements": [], "taints": []}}}}
+    assert gpu_node_group_contract(NODEPOOL, cpu_only, DEFAULT_PLACEMENT) == []

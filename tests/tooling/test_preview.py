@@ -224,3 +224,27 @@ def test_a_device_plugin_release_with_values_not_known_yet_has_no_placement_row_
     assert workloads_of(Run([release(values={}, namespace=None)], {})) == []
     (row,) = workloads_of(Run([release(values={}, namespace="nvidia-device-plugin")], {}))
     assert row[0] == "DaemonSet/nvidia-device-plugin (helm)" and row[1]["containers"]
+
+
+def test_the_preview_shows_karpenter_pools_in_placement_agents_and_cost() -> None:
+    """A stack with Karpenter pools: their columns, their agents, their cost, and no violation."""
+    from infra.tooling.agents import declared_nodes
+    from infra.tooling.preview import project_report
+    from localcluster import karpenter
+
+    _, run = karpenter.platform_run()
+    nodes = declared_nodes([(r.type, r.name, r.inputs) for r in run.resources])
+    blocks, mandatory = project_report("eks-gpu-platform", "dev", run, nodes, "us-west-2")
+    text = "\n".join(blocks)
+    placement = text.split("placement (")[1].split("\n\n")[0].splitlines()
+    header = placement[1]
+    assert {"burst", "batch", "inference", "training"} <= set(header.split())
+    plugin = next(line for line in placement if "nvidia-device-plugin" in line)
+    for pool in ("burst", "batch"):  # the plugin lands on the Karpenter pools' nodes
+        assert plugin[header.index(f" {pool} ") + 1 :].split()[0] == "yes"
+    agents = text.split("agents (DaemonSets)")[1].split("\n\n")[0]
+    assert "nodepool-gpu-burst" in agents and "nodepool-gpu-batch" in agents
+    assert "placement unknown" not in text  # Karpenter's charts run Deployments only
+    assert "gpu-burst (Karpenter)" in text and "gpu-batch (Karpenter)" in text
+    assert "burst may run on SPOT or on-demand" in text
+    assert mandatory == 0

@@ -1,0 +1,303 @@
+"""Karpenter, for the GPU pools whose provisioner is karpenter: controller, IAM, interruption queue, node
+classes and NodePools.
+
+What a pool's nodes carry is nodepool.py's (the same contract as a node group's); this module
+declares the AWS side Karpenter's getting-started template lists (v1.15 ``cloudformation.yaml``),
+scoped to this cluster, and the controller on the system nodes with EKS Pod Identity. Karpenter
+nodes get their own role and access entry: EKS already made one for the node groups' role.
+Why and when to choose it: docs/decisions/0080-karpenter-or-managed-node-groups.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from infra.platform import nodepool
+from infra.platform.config import PlatformConfig, Pool
+from infra.platform.iam import POD_IDENTITY_TRUST_POLICY, node_role
+from infra.platform.network import Network
+from infra.platform.node_group import METADATA_OPTIONS, ROOT_DEVICE, ROOT_VOLUME
+from infra.platform.node_pools import SYSTEM_LABELS
+
+REPOSITORY = "oci://public.ecr.aws/karpenter"
+CHART, CRD_CHART = "karpenter", "karpenter-crd"
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "karpenter"
+# What the interruption queue hears (getting-started cloudformation.yaml): (source, detail-type).
+EVENT_RULES = {
+    "scheduled-change": ("aws.health", "AWS Health Event"),
+    "spot-interruption": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    "rebalance": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+    "state-change": ("aws.ec2", "EC2 Instance State-change Notification"),
+}
+QUEUE_RETENTION_SECONDS = 300  # interruption notices are worthless after five minutes
+
+
+def _ec2(partition: str, region: str, *kinds: str, account: str = "*") -> list[str]:
+    return [f"arn:{partition}:ec2:{region}:{account}:{kind}/*" for kind in kinds]
+
+
+def controller_policy(
+    *, cluster_name: str, region: str, account_id: str, partition: str, queue_arn: str, node_role_arn: str
+) -> dict[str, Any]:
+    """The controller's permissions, as Karpenter's template lists them: launches, tags and deletes only
+    what carries this cluster's ownership tag and a NodePool tag; passes only the Karpenter node role."""
+    owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned"}
+    owned_now = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
+    nodepool_tag = {"aws:RequestTag/karpenter.sh/nodepool": "*"}
+    nodepool_now = {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
+    region_tag = {"aws:RequestTag/topology.kubernetes.io/region": region}
+    region_now = {"aws:ResourceTag/topology.kubernetes.io/region": region}
+    launched = _ec2(partition, region, "fleet", "instance", "volume", "network-interface", "launch-template")
+    statements = [
+        ("AllowScopedEC2InstanceActions", ["ec2:RunInstances", "ec2:CreateFleet"],
+         [f"arn:{partition}:ec2:{region}::image/*", f"arn:{partition}:ec2:{region}::snapshot/*",
+          *_ec2(partition, region, "spot-instances-request", "security-group", "subnet", "launch-template")], None),
+        ("AllowScopedEC2InstanceActionsWithTags", ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+         launched, {"StringEquals": owned, "StringLike": nodepool_tag}),
+        ("AllowScopedResourceCreationTagging", "ec2:CreateTags", launched,
+         {"StringEquals": {**owned, "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
+          "StringLike": nodepool_tag}),
+        ("AllowScopedResourceTagging", "ec2:CreateTags", _ec2(partition, region, "instance")[0],
+         {"StringEquals": owned_now, "StringLike": nodepool_now,
+          "ForAllValues:StringEquals": {"aws:TagKeys": ["karpenter.sh/nodeclaim", "Name"]}}),
+        ("AllowScopedDeletion", ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+         _ec2(partition, region, "instance", "launch-template"), {"StringEquals": owned_now, "StringLike": nodepool_now}),
+        ("AllowRegionalReadActions",
+         ["ec2:DescribeAvailabilityZones", "ec2:DescribeImages", "ec2:DescribeInstances",
+          "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates",
+          "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
+         "*", {"StringEquals": {"aws:RequestedRegion": region}}),
+        ("AllowSSMReadActions", "ssm:GetParameter", f"arn:{partition}:ssm:{region}::parameter/aws/service/*", None),
+        ("AllowPricingReadActions", "pricing:GetProducts", "*", None),
+        ("AllowInterruptionQueueActions",
+         ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"], queue_arn, None),
+        ("AllowPassingInstanceRole", "iam:PassRole", node_role_arn,
+         {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}),
+        ("AllowScopedInstanceProfileCreationActions", "iam:CreateInstanceProfile", "*",
+         {"StringEquals": {**owned, **region_tag}, "StringLike": {"aws:RequestTag/karpenter.sh/nodeclass": "*"}}),
+        ("AllowScopedInstanceProfileTagActions", "iam:TagInstanceProfile", "*",
+         {"StringEquals": {**owned_now, **region_now, **owned, **region_tag},
+          "StringLike": {"aws:ResourceTag/karpenter.sh/nodeclass": "*", "aws:RequestTag/karpenter.sh/nodeclass": "*"}}),
+        ("AllowScopedInstanceProfileActions",
+         ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"], "*",
+         {"StringEquals": {**owned_now, **region_now}, "StringLike": {"aws:ResourceTag/karpenter.sh/nodeclass": "*"}}),
+        ("AllowInstanceProfileReadActions", "iam:GetInstanceProfile", "*", None),
+        ("AllowAPIServerEndpointDiscovery", "eks:DescribeCluster",
+         f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}", None),
+    ]  # fmt: skip
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": sid,
+                "Effect": "Allow",
+                "Action": action,
+                "Resource": resource,
+                **({"Condition": c} if c else {}),
+            }
+            for sid, action, resource, c in statements
+        ],
+    }
+
+
+def queue_policy(queue_arn: str) -> dict[str, Any]:
+    """Only EventBridge (and SQS itself) may send to the interruption queue."""
+    principal = {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]}
+    statement = {
+        "Effect": "Allow",
+        "Principal": principal,
+        "Action": "sqs:SendMessage",
+        "Resource": queue_arn,
+    }
+    return {"Version": "2012-10-17", "Id": "EC2InterruptionPolicy", "Statement": [statement]}
+
+
+def event_pattern(source: str, detail_type: str) -> dict[str, list[str]]:
+    return {"source": [source], "detail-type": [detail_type]}
+
+
+def helm_values(config: PlatformConfig, queue_name: pulumi.Input[str]) -> dict[str, Any]:
+    """The controller on the system nodes, told its cluster and queue; NodeOverlay on for time-sliced pools."""
+    pools = config.karpenter_pools
+    return {
+        "serviceAccount": {"name": SERVICE_ACCOUNT},
+        "nodeSelector": dict(SYSTEM_LABELS),  # merged with the chart's kubernetes.io/os: linux
+        "settings": {
+            "clusterName": config.cluster_name,
+            "interruptionQueue": queue_name,
+            "featureGates": {
+                "nodeOverlay": any(p.contract.shared for p in pools),
+                "nodeRepair": all(p.settings.node_repair for p in pools),
+            },
+        },
+    }
+
+
+def pool_manifests(
+    config: PlatformConfig, pool: Pool, node_role_name: pulumi.Input[str]
+) -> list[dict[str, Any]]:
+    """A Karpenter pool's objects: its EC2NodeClass, NodePool and (time-sliced) NodeOverlay."""
+    settings, karpenter = pool.settings, pool.settings.karpenter_settings
+    metadata = {
+        "httpEndpoint": METADATA_OPTIONS["http_endpoint"],
+        "httpTokens": METADATA_OPTIONS["http_tokens"],
+        "httpPutResponseHopLimit": METADATA_OPTIONS["http_put_response_hop_limit"],
+    }
+    ebs = {
+        "volumeType": ROOT_VOLUME["volume_type"],
+        "encrypted": ROOT_VOLUME["encrypted"] == "true",
+        "deleteOnTermination": ROOT_VOLUME["delete_on_termination"] == "true",
+    }
+    node_class = nodepool.ec2_node_class(
+        pool.name,
+        role=node_role_name,
+        cluster_name=config.cluster_name,
+        disk_gib=settings.disk_size_gib,
+        metadata=metadata,
+        root={"deviceName": ROOT_DEVICE, "ebs": ebs},
+    )
+    pool_object = nodepool.nodepool(
+        config.contract,
+        pool.contract,
+        instance_types=list(settings.instance_types),
+        capacity_types=list(settings.capacity_types),
+        max_nodes=settings.max_size,
+        gpu_limit=karpenter.gpu_limit,
+        disruption={
+            "consolidationPolicy": karpenter.consolidation_policy,
+            "consolidateAfter": karpenter.consolidate_after,
+            "budget": karpenter.disruption_budget,
+        },
+    )
+    overlay = nodepool.node_overlay(pool.contract)
+    return [node_class, pool_object, *([overlay] if overlay else [])]
+
+
+def _custom_resource(
+    manifest: dict[str, Any], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    rest = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata")}
+    return k8s.apiextensions.CustomResource(
+        f"{manifest['kind'].lower()}-{manifest['metadata']['name']}",
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=manifest["metadata"],
+        opts=opts,
+        **rest,
+    )
+
+
+def _release(
+    name: str, chart: str, values: Any, opts: pulumi.ResourceOptions, **extra: Any
+) -> k8s.helm.v3.Release:
+    return k8s.helm.v3.Release(
+        name,
+        name=chart,
+        chart=f"{REPOSITORY}/{chart}",  # an OCI chart: no repository to add
+        version=nodepool.VERSION,
+        namespace=NAMESPACE,
+        values=values,
+        atomic=True,
+        cleanup_on_fail=True,
+        timeout=600,
+        opts=opts,
+        **extra,
+    )
+
+
+def karpenter(
+    name: str,
+    config: PlatformConfig,
+    net: Network,
+    *,
+    tagged_subnets: int,
+    pod_identity_agent: pulumi.Resource,
+    opts: pulumi.ResourceOptions,
+    k8s_opts: pulumi.ResourceOptions,
+) -> Sequence[k8s.apiextensions.CustomResource]:
+    """Everything Karpenter needs, then one NodePool (with its node class) per Karpenter pool."""
+    cluster_name, region = config.cluster_name, config.region
+    role, attachments = node_role(f"{name}-node", opts)
+    access = aws.eks.AccessEntry(
+        f"{name}-node-access", cluster_name=cluster_name, principal_arn=role.arn, type="EC2_LINUX", opts=opts
+    )
+    for index in range(tagged_subnets):  # an existing VPC's private subnets: Karpenter finds them by this tag
+        aws.ec2.Tag(
+            f"{name}-subnet-{index}",
+            resource_id=pulumi.Output.from_input(net.private_subnet_ids).apply(lambda ids, i=index: ids[i]),
+            key=nodepool.DISCOVERY_TAG,
+            value=cluster_name,
+            opts=opts,
+        )
+    queue = aws.sqs.Queue(
+        f"{name}-interruptions",
+        message_retention_seconds=QUEUE_RETENTION_SECONDS,
+        sqs_managed_sse_enabled=True,
+        opts=opts,
+    )
+    aws.sqs.QueuePolicy(
+        f"{name}-interruptions",
+        queue_url=queue.url,
+        policy=queue.arn.apply(lambda arn: json.dumps(queue_policy(arn))),
+        opts=opts,
+    )
+    for rule_name, (source, detail_type) in EVENT_RULES.items():
+        rule = aws.cloudwatch.EventRule(
+            f"{name}-{rule_name}", event_pattern=json.dumps(event_pattern(source, detail_type)), opts=opts
+        )
+        aws.cloudwatch.EventTarget(f"{name}-{rule_name}", rule=rule.name, arn=queue.arn, opts=opts)
+    invoke = pulumi.InvokeOutputOptions(parent=opts.parent)
+    account, partition = aws.get_caller_identity_output(opts=invoke), aws.get_partition_output(opts=invoke)
+    controller = aws.iam.Role(
+        f"{name}-controller", assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts
+    )
+    policy = aws.iam.RolePolicy(
+        f"{name}-controller",
+        role=controller.id,
+        policy=pulumi.Output.all(account.account_id, partition.partition, queue.arn, role.arn).apply(
+            lambda a: json.dumps(
+                controller_policy(
+                    cluster_name=cluster_name,
+                    region=region,
+                    account_id=a[0],
+                    partition=a[1],
+                    queue_arn=a[2],
+                    node_role_arn=a[3],
+                )
+            )
+        ),
+        opts=opts,
+    )
+    association = aws.eks.PodIdentityAssociation(
+        f"{name}-identity",
+        cluster_name=cluster_name,
+        namespace=NAMESPACE,
+        service_account=SERVICE_ACCOUNT,
+        role_arn=controller.arn,
+        opts=opts,
+    )
+    # The CRD chart keeps the CRDs current on upgrades (Helm never upgrades a chart's crds/ folder).
+    crds = _release(f"{name}-crd", CRD_CHART, {}, k8s_opts)
+    after = pulumi.ResourceOptions(
+        depends_on=[crds, association, policy, pod_identity_agent, access, *attachments]
+    )
+    release = _release(
+        name,
+        CHART,
+        helm_values(config, queue.name),  # only the queue name waits for AWS
+        pulumi.ResourceOptions.merge(k8s_opts, after),
+        skip_crds=True,
+    )
+    on_release = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[crds, release]))
+    return [
+        _custom_resource(manifest, on_release)
+        for pool in config.karpenter_pools
+        for manifest in pool_manifests(config, pool, role.name)
+    ]
