@@ -13,17 +13,19 @@ builds the package schema from their annotations, and construction is the real c
   (decision 0015);
 - numbers arrive as floats (:func:`infra.workloads.wire.whole_numbers`), and ``customTimeouts`` never arrive, so
   the timeouts are inputs.
+
+:mod:`infra.workloads` (and with it ``pulumi_kubernetes``) is imported on the first Construct,
+not here: the CLI also starts this plugin only to read its schema (a YAML program is
+type-checked against it first), and that start need not pay for them (decision 0089).
 """
 
+import importlib
 import importlib.metadata
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
 import pulumi
 from typing_extensions import NotRequired
-
-from infra.workloads import gpu_deployment, gpu_job
-from infra.workloads.wire import whole_numbers
 
 PACKAGE = "eks-gpu"
 """The package name: type tokens are ``eks-gpu:index:<Component>``."""
@@ -104,20 +106,22 @@ class _Served(pulumi.ComponentResource):
     Only private annotations here: the analyzer reads this class too.
     """
 
-    _real: Any
-    """The component class of :mod:`infra.workloads` this one serves."""
+    _real: str
+    """``module:Class`` of the :mod:`infra.workloads` component this one serves, imported when constructed."""
 
     def __new__(
         cls, resource_name: str, args: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None
     ) -> Any:
+        from infra.workloads.wire import whole_numbers
+
         inputs = {key: whole_numbers(value) for key, value in args.items()}
-        return cls._real(resource_name, inputs, opts)
+        return served_class(cls)(resource_name, inputs, opts)
 
 
 class GpuDeployment(_Served):
     """A Kubernetes Deployment whose pods land on the platform's GPU nodes and only there: nodeSelector, toleration and nvidia.com/gpu limits always set."""
 
-    _real = gpu_deployment.GpuDeployment
+    _real = "infra.workloads.gpu_deployment:GpuDeployment"
     name: pulumi.Output[str]
     """The Deployment's name (metadata.name, auto-named from the resource name if not given)."""
     namespace: pulumi.Output[str]
@@ -132,7 +136,7 @@ class GpuDeployment(_Served):
 class GpuJob(_Served):
     """A Kubernetes Job (training, batch inference) whose pods land on the platform's GPU nodes and only there: nodeSelector, toleration and nvidia.com/gpu limits always set."""
 
-    _real = gpu_job.GpuJob
+    _real = "infra.workloads.gpu_job:GpuJob"
     name: pulumi.Output[str]
     """The Job's name (metadata.name, auto-named from the resource name if not given)."""
     namespace: pulumi.Output[str]
@@ -146,3 +150,9 @@ class GpuJob(_Served):
 
 COMPONENTS: list[type[pulumi.ComponentResource]] = [GpuDeployment, GpuJob]
 """What the package serves, in schema order."""
+
+
+def served_class(served: type[_Served]) -> type[pulumi.ComponentResource]:
+    """The :mod:`infra.workloads` class ``served`` constructs (importing it, once, on first use)."""
+    module, name = served._real.split(":")
+    return getattr(importlib.import_module(module), name)
