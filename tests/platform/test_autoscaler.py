@@ -11,11 +11,13 @@ from infra.platform.autoscaler import IMAGE_TAGS, asg_name_pattern, iam_policy
 from infra.platform.config import SUPPORTED_KUBERNETES_VERSIONS, ConfigError, load
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
 from infra.platform.node_pools import ACCELERATOR_LABEL, asg_tags, node_group_tags
+from infra.tooling import offline
 from infra.tooling.offline import Run, run_project
 from infra.workloads.placement import GpuPool, Placement
 from infra.workloads.podspec import place_pod_spec
 from infra.workloads.scheduling import fits, gpu_limit
-from tests.platform.conftest import node_template
+from tests.platform.conftest import dev_variant, node_template
+from tests.platform.test_gpu_platform import _request_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "eks-gpu-platform-dev"
@@ -110,7 +112,7 @@ def test_a_real_node_offers_what_the_template_promised(dev: Run) -> None:
 
 
 def test_iam_policy_scales_only_this_clusters_gpu_pools(dev: Run) -> None:
-    policy = iam_policy(CLUSTER, "us-west-2", "123456789012")
+    policy = iam_policy(CLUSTER, "us-west-2", "123456789012", "aws")
     scale = next(s for s in policy["Statement"] if s["Sid"] == "ScaleOnlyThisClustersGpuPools")
     assert scale["Condition"]["StringEquals"] == {
         f"aws:ResourceTag/k8s.io/cluster-autoscaler/{CLUSTER}": "owned",
@@ -124,6 +126,33 @@ def test_iam_policy_scales_only_this_clusters_gpu_pools(dev: Run) -> None:
         json.loads(dev.one("aws:iam/rolePolicy:RolePolicy", "cluster-autoscaler-policy").inputs["policy"])
         == policy
     )
+
+
+@pytest.mark.parametrize(
+    ("partition", "region"), [("aws-us-gov", "us-gov-west-1"), ("aws-cn", "cn-northwest-1")]
+)
+def test_iam_policy_names_the_accounts_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partition: str, region: str
+) -> None:
+    """Issue 26 item 9: an ARN in the wrong partition matches nothing, so DescribeNodegroup is denied."""
+    answer = offline._call
+
+    def call(token: str, args: dict) -> dict:
+        if token == "aws:index/getPartition:getPartition":
+            return {"partition": partition, "dnsSuffix": "amazonaws.com", "id": partition}
+        return answer(token, args)
+
+    monkeypatch.setattr(offline, "_call", call)
+    run = dev_variant(tmp_path, {"aws:region: us-west-2": f"aws:region: {region}"})
+    text = run.one("aws:iam/rolePolicy:RolePolicy", "cluster-autoscaler-policy").inputs["policy"]
+    read = next(s for s in json.loads(text)["Statement"] if s["Sid"] == "ReadNodeGroupLabelsAndTaints")
+    assert read["Resource"] == f"arn:{partition}:eks:{region}:123456789012:nodegroup/{CLUSTER}/*/*"
+    request = {
+        "RoleName": "cluster-autoscaler-role",
+        "PolicyName": "cluster-autoscaler-policy",
+        "PolicyDocument": text,
+    }
+    assert _request_errors("iam", "PutRolePolicy", request) == []
 
 
 def test_release_discovers_gpu_pools_only_and_ranks_them_by_node_price(dev: Run) -> None:
