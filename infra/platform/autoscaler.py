@@ -129,6 +129,10 @@ def helm_values(platform: PlatformConfig) -> dict[str, Any]:
     ranked = len(priorities) > 1
     # Ranked pools: cheapest fitting node first, spot first among equals; remaining ties go to the configured expander.
     expander = f"priority,{config.expander}" if ranked and config.expander != "priority" else config.expander
+    # Whenever the chain has the priority expander its ConfigMap is written, one tier when all pools
+    # rank equally: without it the expander passes every option on without a word (priority.go
+    # BestOptions returns them all when reloadConfigMap fails).
+    with_priorities = "priority" in expander.split(",")
     return {
         "cloudProvider": "aws",
         "awsRegion": platform.region,
@@ -143,7 +147,7 @@ def helm_values(platform: PlatformConfig) -> dict[str, Any]:
             "scale-down-unneeded-time": config.scale_down_unneeded_time,
             "balance-similar-node-groups": str(config.balance_similar_node_groups).lower(),
         },
-        **({"expanderPriorities": priorities} if ranked else {}),
+        **({"expanderPriorities": priorities} if with_priorities else {}),
     }
 
 
@@ -160,7 +164,7 @@ def autoscaler(
     cluster_name, region = config.cluster_name, config.region
     for pool, group in pools:
         asg_name = group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
-        for key, value in asg_tags(config.contract, pool.contract).items():
+        for key, value in asg_tags(config.contract, pool.contract, pool.settings.disk_size_gib).items():
             short = key.removeprefix(f"{TEMPLATE}/").replace("/", "-").replace(".", "-")
             aws.autoscaling.Tag(
                 f"{name}-{pool.name}-{short}",
