@@ -5,8 +5,10 @@
 autoscaler built from ``localcluster/autoscaler`` with the arguments the platform's Helm values
 render to (``chart_args``), plus only what points it at this cluster and at moto:
 ``--kubeconfig``, ``--cloud-config`` with a ``[ServiceOverride]`` per service (ec2,
-autoscaling, eks), ``AWS_ENDPOINT_URL_EC2`` (DescribeInstanceTypes ignores the overrides), the
-static instance list, no leader election, a loopback ``--address`` and dummy credentials.
+autoscaling, eks), the static instance list (so DescribeInstanceTypes, which ignores the
+overrides, is never called: aws_cloud_provider.go ~439), ``AWS_ENDPOINT_URL_EC2`` for an SDK v2
+build (1.35's; 1.33's vendored SDK v1 does not read it), no leader election, a loopback
+``--address`` and dummy credentials.
 Instances moto launches become kwok nodes (``registrar``). ``stop()`` ends both processes.
 """
 
