@@ -37,9 +37,9 @@ def cold_build() -> float:
 
 
 def latency(kube, dev) -> float:
-    from tests.cluster.autoscaler_run import INFERENCE, pod, start
+    from tests.cluster.autoscaler_run import INFERENCE, pod, scenario
 
-    with start(dev, kube, ROOT) as run:
+    with scenario(kube, dev, ROOT, NAMESPACE) as run:
         kube.apply(pod("pending", gpus=1, pool="inference"), NAMESPACE)
         created = time.monotonic()
         while run.desired(INFERENCE) == 0:
@@ -64,11 +64,7 @@ def latencies(runs: int) -> list[float]:
         result = []
         with pools_at_zero(kube, dev):
             for _ in range(runs):
-                kube.namespace(NAMESPACE, pod_security="baseline")
-                try:
-                    result.append(latency(kube, dev))
-                finally:
-                    kube.delete_namespace(NAMESPACE)
+                result.append(latency(kube, dev))
         return result
     finally:
         if started:

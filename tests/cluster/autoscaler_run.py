@@ -101,3 +101,15 @@ def start(
     dev: Run, kube: Kube, project_dir: Any, stack: str = "dev"
 ) -> contextlib.AbstractContextManager[Autoscaling]:
     return autoscaling.running(dev, region(project_dir, stack), kube)
+
+
+@contextlib.contextmanager
+def scenario(kube: Kube, run: Run, project_dir: Any, namespace: str) -> Iterator[Autoscaling]:
+    """The autoscaler on ``run``'s registrations, and a namespace for the test's pods, deleted while
+    their nodes still exist (kwok then deletes the pods; on a deleted node they would hang)."""
+    with start(run, kube, project_dir) as autoscaler:
+        kube.namespace(namespace, pod_security="baseline")
+        try:
+            yield autoscaler
+        finally:
+            kube.delete_namespace(namespace)

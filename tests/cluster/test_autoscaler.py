@@ -23,7 +23,7 @@ from tests.cluster.autoscaler_run import (
     pod,
     pools_at_zero,
     running_pods,
-    start,
+    scenario,
     wait_desired,
 )
 from tests.platform.conftest import dev_variant
@@ -38,16 +38,15 @@ def dev() -> Run:
 
 @pytest.fixture
 def namespace(kube: Kube, dev: Run) -> Iterator[str]:
+    """The GPU pools at zero; the namespace itself comes and goes with each run (``scenario``)."""
     with pools_at_zero(kube, dev):
-        kube.namespace(NAMESPACE, pod_security="baseline")
         yield NAMESPACE
-        kube.delete_namespace(NAMESPACE)
 
 
 def test_four_shared_gpu_pods_start_one_inference_node_and_a_fifth_a_second(
     kube: Kube, dev: Run, namespace: str
 ) -> None:
-    with start(dev, kube, PLATFORM_ROOT) as run:
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
         for i in range(4):
             kube.apply(pod(f"slice-{i}", gpus=1, pool="inference"), namespace)
         wait_desired(run, INFERENCE, 1)
@@ -62,7 +61,7 @@ def test_a_one_gpu_pod_naming_no_pool_gets_the_cheapest_pool_that_fits(
     kube: Kube, dev: Run, namespace: str
 ) -> None:
     """docs/decisions/0002: the g5g.xlarge inference pool before the g5g.16xlarge spot training pool."""
-    with start(dev, kube, PLATFORM_ROOT) as run:
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
         kube.apply(pod("any-pool", gpus=1), namespace)
         wait_desired(run, INFERENCE, 1)
         assert hold(run, 25)[TRAINING] == 0
@@ -71,7 +70,7 @@ def test_a_one_gpu_pod_naming_no_pool_gets_the_cheapest_pool_that_fits(
 def test_a_two_gpu_pod_gets_a_two_gpu_node_never_a_time_sliced_one(
     kube: Kube, dev: Run, namespace: str
 ) -> None:
-    with start(dev, kube, PLATFORM_ROOT) as run:
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
         kube.apply(pod("two-gpus", gpus=2), namespace)
         wait_desired(run, TRAINING, 1)
         assert hold(run, 25)[INFERENCE] == 0
@@ -90,7 +89,7 @@ def test_a_gpu_pod_without_the_toleration_scales_nothing_and_the_autoscaler_says
             "containers": [{"name": "m", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
         },
     }
-    with start(dev, kube, PLATFORM_ROOT) as run:
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
         kube.apply(plain, namespace)
         from localcluster.kube import wait_for
 
@@ -105,7 +104,7 @@ def test_a_gpu_pod_without_the_toleration_scales_nothing_and_the_autoscaler_says
 
 def test_a_pod_asking_ephemeral_storage_scales_an_idle_pool(kube: Kube, dev: Run, namespace: str) -> None:
     """Issue 26 item 6: the template has ephemeral-storage only from the pool's tag; without it the pod waits forever."""
-    with start(dev, kube, PLATFORM_ROOT) as run:
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
         kube.apply(pod("scratch", gpus=1, pool="inference", **{"ephemeral-storage": "20Gi"}), namespace)
         wait_desired(run, INFERENCE, 1)
         running_pods(kube, namespace, 1)
@@ -113,7 +112,7 @@ def test_a_pod_asking_ephemeral_storage_scales_an_idle_pool(kube: Kube, dev: Run
 
 def test_a_pool_at_its_max_size_grows_no_further(kube: Kube, dev: Run, namespace: str) -> None:
     """inference: maxSize 2, four slices a node: nine pods get two nodes and the ninth waits."""
-    with start(dev, kube, PLATFORM_ROOT) as run:
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
         for i in range(9):
             kube.apply(pod(f"slice-{i}", gpus=1, pool="inference"), namespace)
         wait_desired(run, INFERENCE, 2)
@@ -127,7 +126,7 @@ def test_an_idle_node_goes_after_scale_down_unneeded_time_and_a_busy_one_stays(
 ) -> None:
     """scaleDownUnneededTime shortened through the stack's config, not code."""
     quick = dev_variant(tmp_path, {"scaleDownUnneededTime: 10m": "scaleDownUnneededTime: 20s"})
-    with start(quick, kube, tmp_path) as run:
+    with scenario(kube, quick, tmp_path, namespace) as run:
         run.set_desired(INFERENCE, 2)
         kube.apply(pod("busy", gpus=1, pool="inference"), namespace)
         (busy,) = running_pods(kube, namespace, 1).values()
@@ -149,7 +148,7 @@ def test_the_priority_expander_with_equally_ranked_pools_has_its_config(
 ) -> None:
     """Issue 26 item 8: without the ConfigMap the priority filter silently passes every option."""
     equal = dev_variant(tmp_path, EQUAL_POOLS)
-    with start(equal, kube, tmp_path) as run:
+    with scenario(kube, equal, tmp_path, namespace) as run:
         kube.apply(pod("either", gpus=1), namespace)
         wait_for_any = [g for g in (INFERENCE, TRAINING)]
         from localcluster import autoscaling
