@@ -268,6 +268,7 @@ def start(log: Callable[[str], None] = print) -> Path:
     missing = _missing_binaries()
     if missing:
         raise ClusterError(f"not built: {', '.join(missing)} in {BIN}; run localcluster/build first")
+    _stop_services()  # moto, the autoscaler: whatever a killed run left beside the control plane
     shutil.rmtree(RUN, ignore_errors=True)
     (RUN / "logs").mkdir(parents=True)
     pki.write(RUN / "pki")
@@ -294,6 +295,7 @@ def start(log: Callable[[str], None] = print) -> Path:
 
 def stop(log: Callable[[str], None] = print) -> None:
     """End every process the last start began (their whole process groups) and remove the state."""
+    _stop_services()
     state = _read_state()
     if state is None:
         log("local cluster not running")
@@ -310,6 +312,12 @@ def stop(log: Callable[[str], None] = print) -> None:
         if _alive(pid, started.get(name)):
             _signal(pid, signal.SIGKILL)
     STATE.unlink(missing_ok=True)
+
+
+def _stop_services() -> None:
+    from localcluster import services  # it builds on this module
+
+    services.stop_all()
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

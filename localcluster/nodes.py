@@ -20,11 +20,12 @@ from typing import Any
 import yaml
 
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
-from infra.platform.node_pools import DEVICE_PLUGIN_CONFIG_LABEL
+from infra.platform.node_pools import DEVICE_PLUGIN_CONFIG_LABEL, ephemeral_storage
 from infra.tooling.offline import Registration, Run
 from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 """kwok manages only nodes with this annotation (``--manage-nodes-with-annotation-selector``)."""
@@ -45,6 +46,8 @@ class MirroredGroup:
     gpus: int
     """``nvidia.com/gpu`` each node advertises (0 for groups without GPUs)."""
     size: int
+    disk_size_gib: int
+    """The root volume of its launch template: the node's ``ephemeral-storage``."""
 
 
 def _arch(ami_type: str) -> str:
@@ -81,6 +84,19 @@ def advertised_gpus(labels: Mapping[str, str], physical: int, run: Run) -> int:
     return _gpus(labels, physical, run)
 
 
+def launch_template(group: Registration, run: Run) -> Registration:
+    """The launch template the node group starts its instances from (its inputs come from it)."""
+    found = [t for t in run.of_type(LAUNCH_TEMPLATE) if t.urn in group.dependencies]
+    if len(found) != 1:
+        raise ValueError(f"node group {group.name}: expected one launch template among its dependencies")
+    return found[0]
+
+
+def _disk_size(group: Registration, run: Run) -> int:
+    mappings = launch_template(group, run).inputs["blockDeviceMappings"]
+    return int(mappings[0]["ebs"]["volumeSize"])
+
+
 def mirror(group: Registration, run: Run, gpu_nodes: int) -> MirroredGroup:
     """The nodes of one declared group: GPU groups get ``gpu_nodes``, others their desired size."""
     inputs = group.inputs
@@ -101,7 +117,8 @@ def mirror(group: Registration, run: Run, gpu_nodes: int) -> MirroredGroup:
         for t in inputs.get("taints", [])
     ]
     size = gpu_nodes if physical else int(inputs["scalingConfig"]["desiredSize"])
-    return MirroredGroup(group.name, labels, taints, instance, _gpus(labels, physical, run), size)
+    gpus = _gpus(labels, physical, run)
+    return MirroredGroup(group.name, labels, taints, instance, gpus, size, _disk_size(group, run))
 
 
 def mirrored_groups(run: Run, gpu_nodes: int = 1) -> list[MirroredGroup]:
@@ -109,7 +126,11 @@ def mirrored_groups(run: Run, gpu_nodes: int = 1) -> list[MirroredGroup]:
 
 
 def node_object(
-    name: str, labels: Mapping[str, str], taints: list[dict[str, str]], capacity: Mapping[str, str]
+    name: str,
+    labels: Mapping[str, str],
+    taints: list[dict[str, str]],
+    capacity: Mapping[str, str],
+    provider_id: str | None = None,
 ) -> dict[str, Any]:
     """A Node registered Ready with its capacity, as a kubelet would; kwok renews its lease.
 
@@ -126,18 +147,32 @@ def node_object(
             "annotations": {KWOK_ANNOTATION: "fake"},
             "labels": {**labels, "kubernetes.io/hostname": name, "type": "kwok"},
         },
-        "spec": {"taints": taints},
+        "spec": {"taints": taints, **({"providerID": provider_id} if provider_id else {})},
         "status": {"capacity": dict(capacity), "allocatable": dict(capacity), "conditions": [ready]},
     }
 
 
+def capacity(group: MirroredGroup, instance_type: str | None = None) -> dict[str, str]:
+    """What a node of ``group`` (of ``instance_type``, default the group's first) offers pods: its
+    type's CPUs and memory, the GPUs the device plugin advertises, the kubelet's allocatable disk."""
+    spec = (
+        ARM_NVIDIA.get(instance_type or group.instance_type)
+        or ARM_SYSTEM[instance_type or group.instance_type]
+    )
+    result = {
+        "cpu": str(spec.vcpus),
+        "memory": f"{spec.memory_gib}Gi",
+        "pods": PODS_PER_NODE,
+        "ephemeral-storage": ephemeral_storage(group.disk_size_gib),
+    }
+    if group.gpus:
+        result[GPU_RESOURCE] = str(group.gpus)
+    return result
+
+
 def node_manifest(group: MirroredGroup, index: int) -> dict[str, Any]:
     """Node ``index`` of ``group``, with the capacity of the group's instance type."""
-    spec = ARM_NVIDIA.get(group.instance_type) or ARM_SYSTEM[group.instance_type]
-    capacity = {"cpu": str(spec.vcpus), "memory": f"{spec.memory_gib}Gi", "pods": PODS_PER_NODE}
-    if group.gpus:
-        capacity[GPU_RESOURCE] = str(group.gpus)
-    return node_object(f"{group.name}-{index}", group.labels, group.taints, capacity)
+    return node_object(f"{group.name}-{index}", group.labels, group.taints, capacity(group))
 
 
 def node_manifests(run: Run, gpu_nodes: int = 1) -> list[dict[str, Any]]:

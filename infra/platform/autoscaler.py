@@ -42,8 +42,12 @@ IMAGE_TAGS = {"1.35": "v1.35.2", "1.36": "v1.36.1"}
 TIER_STEP, SPOT_BONUS = 10, 5
 
 
-def iam_policy(cluster_name: str, region: str, account_id: str) -> dict[str, Any]:
-    """The autoscaler's documented permissions, scoped to this cluster where AWS allows it."""
+def iam_policy(cluster_name: str, region: str, account_id: str, partition: str) -> dict[str, Any]:
+    """The autoscaler's documented permissions, scoped to this cluster where AWS allows it.
+
+    ``partition`` is the account's (``aws``, ``aws-us-gov``, ``aws-cn``): an ARN in another
+    partition matches nothing, so DescribeNodegroup would be denied and scale from zero lose the
+    node group's labels and taints."""
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -66,7 +70,7 @@ def iam_policy(cluster_name: str, region: str, account_id: str) -> dict[str, Any
                 "Sid": "ReadNodeGroupLabelsAndTaints",  # for groups at zero nodes
                 "Effect": "Allow",
                 "Action": "eks:DescribeNodegroup",
-                "Resource": f"arn:aws:eks:{region}:{account_id}:nodegroup/{cluster_name}/*/*",
+                "Resource": f"arn:{partition}:eks:{region}:{account_id}:nodegroup/{cluster_name}/*/*",
             },
             {
                 "Sid": "ScaleOnlyThisClustersGpuPools",
@@ -125,6 +129,10 @@ def helm_values(platform: PlatformConfig) -> dict[str, Any]:
     ranked = len(priorities) > 1
     # Ranked pools: cheapest fitting node first, spot first among equals; remaining ties go to the configured expander.
     expander = f"priority,{config.expander}" if ranked and config.expander != "priority" else config.expander
+    # Whenever the chain has the priority expander its ConfigMap is written, one tier when all pools
+    # rank equally: without it the expander passes every option on without a word (priority.go
+    # BestOptions returns them all when reloadConfigMap fails).
+    with_priorities = "priority" in expander.split(",")
     return {
         "cloudProvider": "aws",
         "awsRegion": platform.region,
@@ -139,7 +147,7 @@ def helm_values(platform: PlatformConfig) -> dict[str, Any]:
             "scale-down-unneeded-time": config.scale_down_unneeded_time,
             "balance-similar-node-groups": str(config.balance_similar_node_groups).lower(),
         },
-        **({"expanderPriorities": priorities} if ranked else {}),
+        **({"expanderPriorities": priorities} if with_priorities else {}),
     }
 
 
@@ -156,7 +164,7 @@ def autoscaler(
     cluster_name, region = config.cluster_name, config.region
     for pool, group in pools:
         asg_name = group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
-        for key, value in asg_tags(config.contract, pool.contract).items():
+        for key, value in asg_tags(config.contract, pool.contract, pool.settings.disk_size_gib).items():
             short = key.removeprefix(f"{TEMPLATE}/").replace("/", "-").replace(".", "-")
             aws.autoscaling.Tag(
                 f"{name}-{pool.name}-{short}",
@@ -164,12 +172,16 @@ def autoscaler(
                 tag={"key": key, "value": value, "propagate_at_launch": False},
                 opts=opts,
             )
-    account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=opts.parent))
+    invoke = pulumi.InvokeOutputOptions(parent=opts.parent)
+    account = aws.get_caller_identity_output(opts=invoke)
+    partition = aws.get_partition_output(opts=invoke).partition
     role = aws.iam.Role(f"{name}-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts)
     policy = aws.iam.RolePolicy(
         f"{name}-policy",
         role=role.id,
-        policy=account.account_id.apply(lambda a: json.dumps(iam_policy(cluster_name, region, a))),
+        policy=pulumi.Output.all(account.account_id, partition).apply(
+            lambda a: json.dumps(iam_policy(cluster_name, region, a[0], a[1]))
+        ),
         opts=opts,
     )
     association = aws.eks.PodIdentityAssociation(

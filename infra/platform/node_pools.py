@@ -22,6 +22,12 @@ WHOLE_GPUS = "whole-gpus"
 # Our own discovery tag: EKS tags every managed group's ASG for discovery, the system group's too.
 AUTOSCALED_TAG = "eks-gpu/autoscaled"
 AUTOSCALED_VALUE = "true"
+# What the kubelet of the EKS AL2023 AMIs keeps of the root volume (nodeadm, awslabs/amazon-eks-ami
+# nodeadm/internal/kubelet/config.go: kubeReserved ephemeral-storage "1Gi", evictionHard
+# nodefs.available "10%"); the filesystem itself is a little smaller than the volume (XFS metadata).
+KUBE_RESERVED_EPHEMERAL_GIB = 1
+EVICTION_NODEFS_AVAILABLE = 0.10
+FILESYSTEM_OVERHEAD = 0.01
 # The system node group's label: the autoscaler runs there, and no pool or contract may reuse the key.
 SYSTEM_LABEL = "node-role"
 SYSTEM_LABELS = {SYSTEM_LABEL: "system"}
@@ -45,17 +51,28 @@ def node_group_tags(pool: GpuPool) -> dict[str, str]:
     return {f"{TEMPLATE}/resources/{GPU_RESOURCE}": str(pool.slots_per_node)}
 
 
-def asg_tags(placement: Placement, pool: GpuPool) -> dict[str, str]:
+def ephemeral_storage(disk_size_gib: int) -> str:
+    """Allocatable ``ephemeral-storage`` of a node whose root volume is ``disk_size_gib``: the
+    filesystem less the kubelet's eviction threshold and reserve, rounded down to whole GiB."""
+    filesystem = disk_size_gib * (1 - FILESYSTEM_OVERHEAD)
+    return f"{int(filesystem * (1 - EVICTION_NODEFS_AVAILABLE) - KUBE_RESERVED_EPHEMERAL_GIB)}Gi"
+
+
+def asg_tags(placement: Placement, pool: GpuPool, disk_size_gib: int) -> dict[str, str]:
     """Tags we put on the pool's ASG: only ones EKS does not set itself.
 
     EKS sets ``k8s.io/cluster-autoscaler/enabled`` and ``.../<cluster>`` on every managed
-    group's ASG; declaring them would take them over and delete them on destroy.
+    group's ASG; declaring them would take them over and delete them on destroy. The autoscaler's
+    template for a group at zero has no ``ephemeral-storage`` unless a tag gives it
+    (cloudprovider/aws/aws_manager.go buildNodeFromTemplate): a pod asking for some would never
+    scale the pool up.
     """
     taint = placement.node_taint()
     return {
         AUTOSCALED_TAG: AUTOSCALED_VALUE,
         **{f"{TEMPLATE}/label/{k}": v for k, v in labels(placement, pool).items()},
         f"{TEMPLATE}/taint/{taint['key']}": f"{taint['value']}:{taint['effect']}",
+        f"{TEMPLATE}/resources/ephemeral-storage": ephemeral_storage(disk_size_gib),
         **node_group_tags(pool),
     }
 

@@ -116,6 +116,13 @@ def _computed_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[st
 def _call(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
     if token == "aws:index/getCallerIdentity:getCallerIdentity":
         return {"accountId": "123456789012", "arn": _arn("iam", "user", "preview"), "userId": "preview"}
+    if token == "aws:index/getPartition:getPartition":
+        return {
+            "partition": "aws",
+            "dnsSuffix": "amazonaws.com",
+            "reverseDnsPrefix": "com.amazonaws",
+            "id": "aws",
+        }
     if token == "aws:index/getRegion:getRegion":
         return {"name": "us-west-2", "region": "us-west-2"}
     return {}

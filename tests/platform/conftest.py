@@ -1,5 +1,4 @@
-"""Platform test helpers: the dev stack with edits, EKS as the program reads it (live sizes), and the
-node Cluster Autoscaler imagines for a pool at zero."""
+"""Platform test helpers: the dev stack with edits, and EKS as the program reads it (live sizes)."""
 
 from __future__ import annotations
 
@@ -9,13 +8,8 @@ from typing import Any
 
 import pytest
 
-from infra.platform.instance_types import ARM_NVIDIA
-from infra.platform.node_pools import TEMPLATE
 from infra.tooling import offline
 from infra.tooling.offline import Run, run_project
-from infra.workloads.placement import GPU_RESOURCE
-from infra.workloads.quantity import whole_count
-from infra.workloads.scheduling import Node
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "eks-gpu-platform-dev"
@@ -54,26 +48,3 @@ def live(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 
     monkeypatch.setattr(offline, "_call", call)
     yield groups
-
-
-def node_template(name: str, tags: Mapping[str, str], instance_type: str) -> Node:
-    """The node the autoscaler imagines for a pool at zero, from its tags, in its order.
-
-    ``buildNodeFromTemplate``: the instance table's GPU count first, then a
-    ``node-template/resources`` tag overwrites it; labels and taints from the
-    ``node-template`` tags.
-    """
-    labels = {
-        k.removeprefix(f"{TEMPLATE}/label/"): v for k, v in tags.items() if k.startswith(f"{TEMPLATE}/label/")
-    }
-    taints = []
-    for key, value in tags.items():
-        if key.startswith(f"{TEMPLATE}/taint/"):
-            taint_value, _, effect = value.partition(":")  # split at the first ':' as the autoscaler does
-            taints.append(
-                {"key": key.removeprefix(f"{TEMPLATE}/taint/"), "value": taint_value, "effect": effect}
-            )
-    gpus = ARM_NVIDIA[instance_type].gpus
-    gpus = whole_count(tags.get(f"{TEMPLATE}/resources/{GPU_RESOURCE}", gpus))
-    node = Node.from_node_group(name, labels=labels, instance_type=instance_type, arch="arm64", gpus=gpus)
-    return Node(name=node.name, labels=node.labels, taints=tuple(taints), allocatable=node.allocatable)

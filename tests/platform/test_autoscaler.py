@@ -1,4 +1,5 @@
-"""Cluster Autoscaler: scale from zero is exact per pool, it scales GPU pools only, IAM is scoped, start order holds."""
+"""Cluster Autoscaler: the tags each GPU pool's ASG gets, its release values, IAM scoped to this cluster and
+partition, start order. What the autoscaler decides from them is asked of the real one (tests/cluster/test_autoscaler.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import pytest
 from infra.platform.autoscaler import IMAGE_TAGS, asg_name_pattern, iam_policy
 from infra.platform.config import SUPPORTED_KUBERNETES_VERSIONS, ConfigError, load
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
-from infra.platform.node_pools import ACCELERATOR_LABEL, asg_tags, node_group_tags
+from infra.platform.node_pools import asg_tags, ephemeral_storage
+from infra.tooling import offline
 from infra.tooling.offline import Run, run_project
 from infra.workloads.placement import GpuPool, Placement
-from infra.workloads.podspec import place_pod_spec
-from infra.workloads.scheduling import fits, gpu_limit
-from tests.platform.conftest import node_template
+from tests.platform.conftest import dev_variant
+from tests.platform.test_gpu_platform import _request_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "eks-gpu-platform-dev"
@@ -30,21 +31,8 @@ def dev() -> Run:
     return run_project(ROOT, "dev")
 
 
-def _template(pool: GpuPool, instance_type: str):
-    """The node the autoscaler builds for the pool at zero: ASG tags, then the node group's tags on top."""
-    tags = {**asg_tags(CONTRACT, pool), **node_group_tags(pool)}
-    return node_template(f"{pool.name}-template", tags, instance_type)
-
-
-def _pods_that_fit(pod: dict, node) -> int:
-    """How many copies of ``pod`` one node takes, by the GPUs it advertises (the only scarce resource here)."""
-    if not fits(pod, node).fits:
-        return 0
-    return node.allocatable.get("nvidia.com/gpu", 0) // gpu_limit(pod)
-
-
 def test_pool_asgs_get_only_tags_eks_does_not_set() -> None:
-    tags = asg_tags(CONTRACT, INFERENCE)
+    tags = asg_tags(CONTRACT, INFERENCE, 100)
     assert "k8s.io/cluster-autoscaler/enabled" not in tags
     assert f"k8s.io/cluster-autoscaler/{CLUSTER}" not in tags
     assert tags == {
@@ -54,8 +42,24 @@ def test_pool_asgs_get_only_tags_eks_does_not_set() -> None:
         "k8s.io/cluster-autoscaler/node-template/label/k8s.amazonaws.com/accelerator": "nvidia-t4g",
         "k8s.io/cluster-autoscaler/node-template/label/nvidia.com/device-plugin.config": "inference",
         "k8s.io/cluster-autoscaler/node-template/taint/GPU": "true:NoSchedule",
+        "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage": "88Gi",
         "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": "4",
     }
+
+
+@pytest.mark.parametrize(
+    ("disk", "allocatable"), [(50, "43Gi"), (100, "88Gi"), (200, "177Gi"), (1000, "890Gi")]
+)
+def test_the_template_offers_the_disk_the_kubelet_leaves_to_pods(disk: int, allocatable: str) -> None:
+    """Issue 26 item 6: the volume, less XFS's share, less nodeadm's evictionHard nodefs.available 10%
+    and kubeReserved ephemeral-storage 1Gi, in whole GiB rounded down (never more than the node has)."""
+    assert ephemeral_storage(disk) == allocatable
+    assert (
+        asg_tags(CONTRACT, TRAINING, disk)[
+            "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage"
+        ]
+        == allocatable
+    )
 
 
 def test_the_dev_stack_tags_each_pools_asg_and_never_the_eks_discovery_tags(dev: Run) -> None:
@@ -69,6 +73,13 @@ def test_the_dev_stack_tags_each_pools_asg_and_never_the_eks_discovery_tags(dev:
     }
     assert by_pool["inference"]["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "4"
     assert by_pool["training"]["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] == "2"
+    # From each pool's diskSizeGiB (100 and 200 in Pulumi.dev.yaml).
+    assert (
+        by_pool["inference"]["k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage"] == "88Gi"
+    )
+    assert (
+        by_pool["training"]["k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage"] == "177Gi"
+    )
     assert all(not t.inputs["tag"]["propagateAtLaunch"] for t in tags)
 
 
@@ -79,38 +90,8 @@ def test_node_group_tags_carry_the_gpu_count_the_autoscaler_reads_last(dev: Run)
     assert groups["gpu-platform-gpu-training"]["tags"] == {resource: "2"}
 
 
-def test_n_shared_gpu_pods_fit_one_inference_node_and_n_plus_one_need_two() -> None:
-    node = _template(INFERENCE, "g5g.xlarge")
-    pod = place_pod_spec({"containers": [{"name": "m", "image": "i"}]}, CONTRACT, gpus=1, pool="inference")
-    n = INFERENCE.time_slicing_replicas
-    assert _pods_that_fit(pod, node) == n
-    assert -(-(n + 1) // _pods_that_fit(pod, node)) == 2  # nodes needed for n + 1 pods
-
-
-def test_a_two_gpu_training_pod_fits_only_a_training_node() -> None:
-    pod = place_pod_spec({"containers": [{"name": "t", "image": "i"}]}, CONTRACT, gpus=2)
-    assert _pods_that_fit(pod, _template(TRAINING, "g5g.16xlarge")) == 1
-    assert _pods_that_fit(pod, _template(INFERENCE, "g5g.xlarge")) == 0
-
-
-def test_the_template_never_takes_a_pod_without_the_toleration() -> None:
-    plain = {"containers": [{"name": "app", "image": "i"}]}
-    assert not fits(plain, _template(INFERENCE, "g5g.xlarge")).fits
-    assert not fits(plain, _template(TRAINING, "g5g.16xlarge")).fits
-
-
-def test_a_real_node_offers_what_the_template_promised(dev: Run) -> None:
-    """The labels the node group puts on real nodes are the labels the template carries."""
-    groups = {g.name: g.inputs for g in dev.of_type("aws:eks/nodeGroup:NodeGroup")}
-    template = _template(INFERENCE, "g5g.xlarge")
-    for key, value in groups["gpu-platform-gpu-inference"]["labels"].items():
-        assert template.labels[key] == value
-    assert groups["gpu-platform-gpu-inference"]["labels"][ACCELERATOR_LABEL] == "nvidia-t4g"
-    assert groups["gpu-platform-gpu-training"]["labels"][ACCELERATOR_LABEL] == "nvidia-t4g"
-
-
 def test_iam_policy_scales_only_this_clusters_gpu_pools(dev: Run) -> None:
-    policy = iam_policy(CLUSTER, "us-west-2", "123456789012")
+    policy = iam_policy(CLUSTER, "us-west-2", "123456789012", "aws")
     scale = next(s for s in policy["Statement"] if s["Sid"] == "ScaleOnlyThisClustersGpuPools")
     assert scale["Condition"]["StringEquals"] == {
         f"aws:ResourceTag/k8s.io/cluster-autoscaler/{CLUSTER}": "owned",
@@ -124,6 +105,33 @@ def test_iam_policy_scales_only_this_clusters_gpu_pools(dev: Run) -> None:
         json.loads(dev.one("aws:iam/rolePolicy:RolePolicy", "cluster-autoscaler-policy").inputs["policy"])
         == policy
     )
+
+
+@pytest.mark.parametrize(
+    ("partition", "region"), [("aws-us-gov", "us-gov-west-1"), ("aws-cn", "cn-northwest-1")]
+)
+def test_iam_policy_names_the_accounts_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partition: str, region: str
+) -> None:
+    """Issue 26 item 9: an ARN in the wrong partition matches nothing, so DescribeNodegroup is denied."""
+    answer = offline._call
+
+    def call(token: str, args: dict) -> dict:
+        if token == "aws:index/getPartition:getPartition":
+            return {"partition": partition, "dnsSuffix": "amazonaws.com", "id": partition}
+        return answer(token, args)
+
+    monkeypatch.setattr(offline, "_call", call)
+    run = dev_variant(tmp_path, {"aws:region: us-west-2": f"aws:region: {region}"})
+    text = run.one("aws:iam/rolePolicy:RolePolicy", "cluster-autoscaler-policy").inputs["policy"]
+    read = next(s for s in json.loads(text)["Statement"] if s["Sid"] == "ReadNodeGroupLabelsAndTaints")
+    assert read["Resource"] == f"arn:{partition}:eks:{region}:123456789012:nodegroup/{CLUSTER}/*/*"
+    request = {
+        "RoleName": "cluster-autoscaler-role",
+        "PolicyName": "cluster-autoscaler-policy",
+        "PolicyDocument": text,
+    }
+    assert _request_errors("iam", "PutRolePolicy", request) == []
 
 
 def test_release_discovers_gpu_pools_only_and_ranks_them_by_node_price(dev: Run) -> None:

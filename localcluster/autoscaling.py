@@ -1,0 +1,202 @@
+"""The real Cluster Autoscaler deciding on the local cluster, against moto's AWS on loopback.
+
+``start(run, region, kube)`` starts moto's server, seeds it from the platform's registrations
+(``aws_seed``), writes the priority expander's ConfigMap where the chart would, and starts the
+autoscaler built from ``localcluster/autoscaler`` with the arguments the platform's Helm values
+render to (``chart_args``), plus only what points it at this cluster and at moto:
+``--kubeconfig``, ``--cloud-config`` with a ``[ServiceOverride]`` per service (ec2,
+autoscaling, eks), the static instance list (so DescribeInstanceTypes, which ignores the
+overrides, is never called: aws_cloud_provider.go ~439), ``AWS_ENDPOINT_URL_EC2`` for an SDK v2
+build (1.35's; 1.33's vendored SDK v1 does not read it), no leader election, a loopback
+``--address`` and dummy credentials.
+Instances moto launches become kwok nodes (``registrar``). ``stop()`` ends both processes.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from infra.tooling.offline import Run
+from localcluster import chart_args, services
+from localcluster.aws_seed import SeededGroup, seed
+from localcluster.cluster import BIN, HOST, KUBECONFIG, RUN, ClusterError, _get, free_port
+from localcluster.kube import Kube
+from localcluster.nodes import RELEASE, mirror
+from localcluster.registrar import Registrar
+
+MOTO, AUTOSCALER = "moto", "cluster-autoscaler"
+NAMESPACE = "kube-system"
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+
+
+def autoscaler_values(run: Run) -> dict[str, Any]:
+    """The autoscaler release's Helm values, as the platform program declares them."""
+    releases = [r for r in run.of_type(RELEASE) if r.inputs.get("chart") == "cluster-autoscaler"]
+    if len(releases) != 1:
+        raise ClusterError("the program declares no cluster-autoscaler release (autoscaler.enabled: false?)")
+    return releases[0].inputs["values"]
+
+
+def boto3_client(endpoint: str, region: str, service: str) -> Any:
+    import boto3
+
+    return boto3.client(service, endpoint_url=endpoint, region_name=region, **_boto3_credentials())
+
+
+def _boto3_credentials() -> dict[str, str]:
+    return {
+        "aws_access_key_id": CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    }
+
+
+def start_moto(port: int | None = None) -> str:
+    """moto's server on loopback (``port`` or a free one); returns its endpoint."""
+    port = port or free_port()
+    endpoint = f"http://{HOST}:{port}"
+    services.start(
+        MOTO,
+        [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)],
+        ready=lambda: _get(f"{endpoint}/moto-api/", tls=False) == 200,
+    )
+    return endpoint
+
+
+def check_moto(endpoint: str, region: str) -> None:
+    """A clear failure naming moto when nothing answers at ``endpoint``."""
+    from botocore.exceptions import EndpointConnectionError
+
+    try:
+        boto3_client(endpoint, region, "autoscaling").describe_auto_scaling_groups(MaxRecords=1)
+    except EndpointConnectionError as error:
+        raise ClusterError(f"moto (the AWS emulator) does not answer at {endpoint}: {error}") from error
+
+
+def cloud_config(endpoint: str, region: str) -> str:
+    """The AWS provider's gcfg: each service the autoscaler calls, overridden to ``endpoint``."""
+    sections = [
+        f'[ServiceOverride "{i}"]\nService={service}\nRegion={region}\nURL={endpoint}\nSigningRegion={region}\n'
+        for i, service in enumerate(("ec2", "autoscaling", "eks"), start=1)
+    ]
+    return "[Global]\n" + "".join(sections)
+
+
+def autoscaler_argv(values: dict[str, Any], cloud_config_path: str, port: int) -> list[str]:
+    return [
+        str(BIN / AUTOSCALER),
+        *chart_args.container_args(values, NAMESPACE),
+        f"--kubeconfig={KUBECONFIG}",
+        f"--cloud-config={cloud_config_path}",
+        "--aws-use-static-instance-list=true",
+        "--leader-elect=false",
+        f"--address={HOST}:{port}",
+    ]
+
+
+def start_autoscaler(values: dict[str, Any], endpoint: str, region: str, port: int | None = None) -> None:
+    if not (BIN / AUTOSCALER).is_file():
+        raise ClusterError(f"not built: {AUTOSCALER} in {BIN}; run localcluster/build autoscaler")
+    check_moto(endpoint, region)
+    path = RUN / "cloud-config"
+    path.write_text(cloud_config(endpoint, region))
+    env = {
+        **CREDENTIALS,
+        "AWS_REGION": values.get("awsRegion") or region,  # the chart's env (deployment.yaml 155-157)
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_ENDPOINT_URL_EC2": endpoint,
+    }
+    services.start(
+        AUTOSCALER,
+        autoscaler_argv(values, str(path), port or free_port()),
+        ready=lambda: "Starting main loop" in log(),
+        env=env,
+    )
+
+
+def log() -> str:
+    try:
+        return services.log_path(AUTOSCALER).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def check_running() -> None:
+    """Raise, naming the component and its log, if the autoscaler or moto is no longer running."""
+    for name in (AUTOSCALER, MOTO):
+        if not services.alive(name):
+            raise ClusterError(
+                f"{name} is not running; its log {services.log_path(name)} ends:\n{services.log_tail(name)}"
+            )
+
+
+@dataclass
+class Autoscaling:
+    """One run: moto seeded from ``run``, the autoscaler on it, new instances registered as nodes."""
+
+    endpoint: str
+    region: str
+    groups: dict[str, SeededGroup]
+    """By Pulumi resource name (``gpu-platform-gpu-inference``)."""
+    registrar: Registrar
+
+    def client(self, service: str) -> Any:
+        return boto3_client(self.endpoint, self.region, service)
+
+    def asg(self, group: str) -> dict[str, Any]:
+        name = self.groups[group].asg
+        return self.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])[
+            "AutoScalingGroups"
+        ][0]
+
+    def desired(self, group: str) -> int:
+        return int(self.asg(group)["DesiredCapacity"])
+
+    def set_desired(self, group: str, size: int) -> None:
+        self.client("autoscaling").set_desired_capacity(
+            AutoScalingGroupName=self.groups[group].asg, DesiredCapacity=size
+        )
+
+    def check(self) -> None:
+        check_running()
+        self.registrar.check()
+
+
+@contextmanager
+def running(run: Run, region: str, kube: Kube) -> Iterator[Autoscaling]:
+    """moto + the autoscaler for the registrations in ``run``; both stopped, their nodes removed, after."""
+    registrar = None
+    try:
+        endpoint = start_moto()
+        seeded = {g.registration: g for g in seed(partial(boto3_client, endpoint, region), run, region)}
+        values = autoscaler_values(run)
+        configmap = chart_args.priority_configmap(values, NAMESPACE)
+        if configmap:
+            kube.apply(configmap)
+        gpu = {name: mirror(run.one("aws:eks/nodeGroup:NodeGroup", name), run, 0) for name in seeded}
+        registrar = Registrar(
+            kube, partial(boto3_client, endpoint, region), seeded, {k: v for k, v in gpu.items() if v.gpus}
+        )
+        registrar.start()
+        start_autoscaler(values, endpoint, region)
+        yield Autoscaling(endpoint, region, seeded, registrar)
+    finally:
+        services.stop(AUTOSCALER)
+        if registrar is not None:
+            registrar.stop()
+        services.stop(MOTO)
+        _delete_configmap(kube)
+
+
+def _delete_configmap(kube: Kube) -> None:
+    try:
+        kube.core.delete_namespaced_config_map(chart_args.PRIORITY_CONFIGMAP, NAMESPACE)
+    except ApiException as error:
+        if error.status != 404:
+            raise

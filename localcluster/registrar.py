@@ -1,0 +1,118 @@
+"""New EC2 instances of a GPU pool become kwok nodes, as EKS and the device plugin would make them.
+
+A real instance of a managed node group boots the AL2023 AMI, whose nodeadm registers it with
+``providerID aws:///<zone>/<instance-id>`` and the node group's labels and taints; the device
+plugin then advertises ``nvidia.com/gpu`` per the pool's sharing. Here a thread polls moto's
+Auto Scaling groups and registers each new instance as a kwok node with what
+``localcluster/nodes.py`` derives from the platform's registrations, and deletes the node of an
+instance that is gone (what the cloud node lifecycle controller does on EKS). Only GPU pools are
+watched: the system group's nodes are the local cluster's mirrored ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from localcluster.aws_seed import SeededGroup
+from localcluster.kube import Kube
+from localcluster.nodes import MirroredGroup, capacity, node_object
+
+POLL_SECONDS = 0.5
+LIVE_STATES = {"Pending", "InService"}
+
+
+def provider_id(zone: str, instance_id: str) -> str:
+    return f"aws:///{zone}/{instance_id}"
+
+
+class Registrar:
+    def __init__(
+        self,
+        kube: Kube,
+        client: Callable[[str], Any],
+        seeded: Mapping[str, SeededGroup],
+        pools: Mapping[str, MirroredGroup],
+    ) -> None:
+        self.kube, self.client = kube, client
+        self.watched = {seeded[name].asg: (seeded[name], pool) for name, pool in pools.items()}
+        self.nodes: dict[str, str] = {}
+        """instance id -> node name, for the instances registered so far."""
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="registrar", daemon=True)
+
+    def start(self) -> None:
+        self.sync()
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                self.sync()
+            except BaseException as error:  # reported by check(), on the test's thread
+                self.error = error
+                return
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise RuntimeError(f"registering instances as nodes failed: {self.error!r}") from self.error
+
+    def sync(self) -> None:
+        groups = self.client("autoscaling").describe_auto_scaling_groups(
+            AutoScalingGroupNames=list(self.watched)
+        )
+        live: dict[str, tuple[dict[str, Any], str]] = {}
+        for group in groups["AutoScalingGroups"]:
+            for instance in group["Instances"]:
+                if instance["LifecycleState"] in LIVE_STATES:
+                    live[instance["InstanceId"]] = (instance, group["AutoScalingGroupName"])
+        for instance_id, (instance, asg) in live.items():
+            if instance_id not in self.nodes:
+                self._register(instance, *self.watched[asg])
+        for instance_id in set(self.nodes) - set(live):
+            self._delete(self.nodes.pop(instance_id))
+
+    def _register(self, instance: dict[str, Any], seeded: SeededGroup, pool: MirroredGroup) -> None:
+        described = self.client("ec2").describe_instances(InstanceIds=[instance["InstanceId"]])
+        ec2 = described["Reservations"][0]["Instances"][0]
+        name, zone = ec2["PrivateDnsName"], instance["AvailabilityZone"]
+        # moto launches a mixed-instances group's instances with no type; AWS's on-demand allocation
+        # ("prioritized") takes the first override, which is the group's first type.
+        instance_type = ec2.get("InstanceType") or pool.instance_type
+        labels = {
+            **pool.labels,
+            "eks.amazonaws.com/nodegroup": seeded.node_group,
+            "node.kubernetes.io/instance-type": instance_type,
+            "topology.kubernetes.io/zone": zone,
+            "topology.kubernetes.io/region": zone[:-1],
+        }
+        self.kube.create_node(
+            node_object(
+                name,
+                labels,
+                pool.taints,
+                capacity(pool, instance_type),
+                provider_id(zone, instance["InstanceId"]),
+            )
+        )
+        self.nodes[instance["InstanceId"]] = name
+
+    def _delete(self, name: str) -> None:
+        try:
+            self.kube.core.delete_node(name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    def stop(self) -> None:
+        """Stop polling and delete every node registered."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        for name in self.nodes.values():
+            self._delete(name)
+        self.nodes.clear()

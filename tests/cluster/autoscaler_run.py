@@ -1,0 +1,115 @@
+"""Test helpers around ``localcluster.autoscaling``: the dev stack's GPU pools at zero, pods the
+platform's way (``place_pod_spec``), and waits that fail naming the autoscaler if it died."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from infra.tooling.offline import Run, load_project, platform_contract
+from infra.workloads.placement import Placement
+from infra.workloads.podspec import place_pod_spec
+from localcluster import autoscaling
+from localcluster.autoscaling import Autoscaling
+from localcluster.kube import Kube, settled, wait_for
+from localcluster.nodes import node_manifests
+
+INFERENCE, TRAINING = "gpu-platform-gpu-inference", "gpu-platform-gpu-training"
+SCALE_UP_SECONDS = 90  # a few of the autoscaler's 10 s loops, on a busy 2-core machine
+CONTAINER = {"name": "model", "image": "registry.invalid/model:1", "securityContext": {"runAsUser": 1000}}
+
+
+def contract() -> Placement:
+    return Placement.from_dict(platform_contract("dev"))
+
+
+def region(project_dir: Any, stack: str = "dev") -> str:
+    return load_project(project_dir, stack)[1]["aws:region"]
+
+
+@contextlib.contextmanager
+def pools_at_zero(kube: Kube, dev: Run) -> Iterator[None]:
+    """The local cluster's mirrored GPU nodes removed (the pools start at zero), put back after."""
+    gpu = [m for m in node_manifests(dev) if "nvidia.com/gpu" in m["status"]["capacity"]]
+    for manifest in gpu:
+        with contextlib.suppress(Exception):
+            kube.core.delete_node(manifest["metadata"]["name"])
+    try:
+        yield
+    finally:
+        for manifest in gpu:
+            kube.create_node(manifest)
+        names = {m["metadata"]["name"] for m in gpu}
+        wait_for(
+            "the mirrored GPU nodes back",
+            lambda: names <= {n.metadata.name for n in kube.nodes() if settled(n)},
+        )
+
+
+def pod(name: str, gpus: int, pool: str | None = None, **resources: str) -> dict[str, Any]:
+    spec = place_pod_spec(
+        {"containers": [{**CONTAINER, **_requests(resources)}]}, contract(), gpus=gpus, pool=pool
+    )
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def _requests(resources: dict[str, str]) -> dict[str, Any]:
+    return {"resources": {"requests": dict(resources)}} if resources else {}
+
+
+def wait_desired(run: Autoscaling, group: str, size: int, timeout: float = SCALE_UP_SECONDS) -> float:
+    """Wait until ``group``'s desired capacity is ``size``; seconds waited. Fails naming a dead autoscaler."""
+    start = time.monotonic()
+
+    def reached() -> bool:
+        run.check()
+        return run.desired(group) == size
+
+    wait_for(f"{group} desired capacity {size} (now {run.desired(group)})", reached, timeout=timeout)
+    return time.monotonic() - start
+
+
+def hold(run: Autoscaling, seconds: float) -> dict[str, int]:
+    """Desired capacities after ``seconds`` of autoscaler loops (at least two at the default 10 s)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        run.check()
+        time.sleep(1)
+    return {group: run.desired(group) for group in run.groups}
+
+
+def running_pods(kube: Kube, namespace: str, count: int) -> dict[str, str]:
+    """Pod -> node once ``count`` pods are Running."""
+
+    def bound() -> dict[str, str] | None:
+        pods = {
+            p.metadata.name: p.spec.node_name for p in kube.pods(namespace) if p.status.phase == "Running"
+        }
+        return pods if len(pods) >= count else None
+
+    return wait_for(f"{count} pods running in {namespace}", bound, timeout=SCALE_UP_SECONDS)
+
+
+def events(kube: Kube, namespace: str, pod_name: str, reason: str) -> list[str]:
+    found = kube.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod_name}").items
+    return [e.message for e in found if e.reason == reason]
+
+
+def start(
+    dev: Run, kube: Kube, project_dir: Any, stack: str = "dev"
+) -> contextlib.AbstractContextManager[Autoscaling]:
+    return autoscaling.running(dev, region(project_dir, stack), kube)
+
+
+@contextlib.contextmanager
+def scenario(kube: Kube, run: Run, project_dir: Any, namespace: str) -> Iterator[Autoscaling]:
+    """The autoscaler on ``run``'s registrations, and a namespace for the test's pods, deleted while
+    their nodes still exist (kwok then deletes the pods; on a deleted node they would hang)."""
+    with start(run, kube, project_dir) as autoscaler:
+        kube.namespace(namespace, pod_security="baseline")
+        try:
+            yield autoscaler
+        finally:
+            kube.delete_namespace(namespace)

@@ -1,0 +1,160 @@
+"""Scale from zero and back, decided by the real Cluster Autoscaler (1.33.0, built from its module).
+
+moto's AWS is seeded from the dev stack's own registrations; the autoscaler runs with the
+arguments the platform's Helm values render to; instances it asks for become kwok nodes the way
+EKS and the device plugin make them (``localcluster/autoscaling.py``). Each test starts from the
+GPU pools at zero and fails if the autoscaler decides otherwise than stated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from infra.tooling.offline import PLATFORM_ROOT, Run, run_project
+from localcluster.kube import Kube
+from tests.cluster.autoscaler_run import (
+    INFERENCE,
+    TRAINING,
+    events,
+    hold,
+    pod,
+    pools_at_zero,
+    running_pods,
+    scenario,
+    wait_desired,
+)
+from tests.platform.conftest import dev_variant
+
+NAMESPACE = "autoscaling"
+
+
+@pytest.fixture(scope="module")
+def dev() -> Run:
+    return run_project(PLATFORM_ROOT, "dev")
+
+
+@pytest.fixture
+def namespace(kube: Kube, dev: Run) -> Iterator[str]:
+    """The GPU pools at zero; the namespace itself comes and goes with each run (``scenario``)."""
+    with pools_at_zero(kube, dev):
+        yield NAMESPACE
+
+
+def test_four_shared_gpu_pods_start_one_inference_node_and_a_fifth_a_second(
+    kube: Kube, dev: Run, namespace: str
+) -> None:
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
+        for i in range(4):
+            kube.apply(pod(f"slice-{i}", gpus=1, pool="inference"), namespace)
+        wait_desired(run, INFERENCE, 1)
+        assert len(set(running_pods(kube, namespace, 4).values())) == 1  # all four on the one new node
+        assert hold(run, 25) == {INFERENCE: 1, TRAINING: 0, "gpu-platform-system": 2}
+        kube.apply(pod("slice-4", gpus=1, pool="inference"), namespace)
+        wait_desired(run, INFERENCE, 2)
+        assert len(set(running_pods(kube, namespace, 5).values())) == 2
+
+
+def test_a_one_gpu_pod_naming_no_pool_gets_the_cheapest_pool_that_fits(
+    kube: Kube, dev: Run, namespace: str
+) -> None:
+    """docs/decisions/0002: the g5g.xlarge inference pool before the g5g.16xlarge spot training pool."""
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
+        kube.apply(pod("any-pool", gpus=1), namespace)
+        wait_desired(run, INFERENCE, 1)
+        assert hold(run, 25)[TRAINING] == 0
+
+
+def test_a_two_gpu_pod_gets_a_two_gpu_node_never_a_time_sliced_one(
+    kube: Kube, dev: Run, namespace: str
+) -> None:
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
+        kube.apply(pod("two-gpus", gpus=2), namespace)
+        wait_desired(run, TRAINING, 1)
+        assert hold(run, 25)[INFERENCE] == 0
+        (node,) = running_pods(kube, namespace, 1).values()
+        assert kube.core.read_node(node).metadata.labels["eks-gpu/pool"] == "training"
+
+
+def test_a_gpu_pod_without_the_toleration_scales_nothing_and_the_autoscaler_says_why(
+    kube: Kube, dev: Run, namespace: str
+) -> None:
+    plain = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "untolerated"},
+        "spec": {
+            "containers": [{"name": "m", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+        },
+    }
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
+        kube.apply(plain, namespace)
+        from localcluster.kube import wait_for
+
+        said = wait_for(
+            "the autoscaler's NotTriggerScaleUp event",
+            lambda: events(kube, namespace, "untolerated", "NotTriggerScaleUp"),
+            timeout=90,
+        )
+        assert "untolerated taint {GPU: true}" in said[0], said
+        assert hold(run, 15) == {INFERENCE: 0, TRAINING: 0, "gpu-platform-system": 2}
+
+
+def test_a_pod_asking_ephemeral_storage_scales_an_idle_pool(kube: Kube, dev: Run, namespace: str) -> None:
+    """Issue 26 item 6: the template has ephemeral-storage only from the pool's tag; without it the pod waits forever."""
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
+        kube.apply(pod("scratch", gpus=1, pool="inference", **{"ephemeral-storage": "20Gi"}), namespace)
+        wait_desired(run, INFERENCE, 1)
+        running_pods(kube, namespace, 1)
+
+
+def test_a_pool_at_its_max_size_grows_no_further(kube: Kube, dev: Run, namespace: str) -> None:
+    """inference: maxSize 2, four slices a node: nine pods get two nodes and the ninth waits."""
+    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
+        for i in range(9):
+            kube.apply(pod(f"slice-{i}", gpus=1, pool="inference"), namespace)
+        wait_desired(run, INFERENCE, 2)
+        running_pods(kube, namespace, 8)
+        assert hold(run, 25)[INFERENCE] == 2
+        assert run.asg(INFERENCE)["MaxSize"] == 2
+
+
+def test_an_idle_node_goes_after_scale_down_unneeded_time_and_a_busy_one_stays(
+    kube: Kube, dev: Run, namespace: str, tmp_path: Path
+) -> None:
+    """scaleDownUnneededTime shortened through the stack's config, not code."""
+    quick = dev_variant(tmp_path, {"scaleDownUnneededTime: 10m": "scaleDownUnneededTime: 20s"})
+    with scenario(kube, quick, tmp_path, namespace) as run:
+        run.set_desired(INFERENCE, 2)
+        kube.apply(pod("busy", gpus=1, pool="inference"), namespace)
+        (busy,) = running_pods(kube, namespace, 1).values()
+        wait_desired(run, INFERENCE, 1, timeout=120)
+        assert kube.core.read_node(busy).spec.unschedulable is not True
+        assert running_pods(kube, namespace, 1) == {"busy": busy}
+        assert hold(run, 40)[INFERENCE] == 1  # the node with the GPU pod stays
+
+
+EQUAL_POOLS = {
+    "    expander: least-waste": "    expander: priority",
+    "instanceTypes: [g5g.16xlarge]": "instanceTypes: [g5g.xlarge, g5g.2xlarge]",
+    "      capacityType: SPOT\n": "      capacityType: ON_DEMAND\n      sharing:\n        timeSlicing:\n          replicas: 4\n",
+}
+
+
+def test_the_priority_expander_with_equally_ranked_pools_has_its_config(
+    kube: Kube, dev: Run, namespace: str, tmp_path: Path
+) -> None:
+    """Issue 26 item 8: without the ConfigMap the priority filter silently passes every option."""
+    equal = dev_variant(tmp_path, EQUAL_POOLS)
+    with scenario(kube, equal, tmp_path, namespace) as run:
+        kube.apply(pod("either", gpus=1), namespace)
+        wait_for_any = [g for g in (INFERENCE, TRAINING)]
+        from localcluster import autoscaling
+        from localcluster.kube import wait_for
+
+        wait_for(
+            "a scale-up", lambda: run.check() or sum(run.desired(g) for g in wait_for_any) == 1, timeout=90
+        )
+        assert "chosen as the highest available" in autoscaling.log()

@@ -1,0 +1,82 @@
+"""Faults around the autoscaler runs: each fails naming the component, and no process is left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from infra.tooling.offline import PLATFORM_ROOT, Run, run_project
+from localcluster import autoscaling, services
+from localcluster.cluster import HOST, ClusterError, free_port
+from localcluster.kube import Kube
+from tests.cluster.autoscaler_run import INFERENCE, pod, pools_at_zero, region, start, wait_desired
+
+NAMESPACE = "autoscaling-faults"
+
+
+@pytest.fixture(scope="module")
+def dev() -> Run:
+    return run_project(PLATFORM_ROOT, "dev")
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def _nothing_left() -> None:
+    assert not services.alive(autoscaling.MOTO)
+    assert not services.alive(autoscaling.AUTOSCALER)
+
+
+def test_moto_on_a_taken_port_fails_naming_it(taken_port: int) -> None:
+    with pytest.raises(ClusterError, match=r"^moto exited during start-up") as caught:
+        autoscaling.start_moto(taken_port)
+    assert "Address already in use" in str(caught.value)
+    _nothing_left()
+
+
+def test_the_autoscaler_is_not_started_when_moto_does_not_answer(kube: Kube, dev: Run) -> None:
+    silent = f"http://{HOST}:{free_port()}"
+    with pytest.raises(ClusterError, match=rf"^moto \(the AWS emulator\) does not answer at {silent}"):
+        autoscaling.start_autoscaler(autoscaling.autoscaler_values(dev), silent, region(PLATFORM_ROOT))
+    _nothing_left()
+
+
+def test_the_autoscaler_on_a_taken_port_fails_naming_it(kube: Kube, dev: Run, taken_port: int) -> None:
+    endpoint = autoscaling.start_moto()
+    try:
+        with pytest.raises(ClusterError, match=r"^cluster-autoscaler exited during start-up") as caught:
+            autoscaling.start_autoscaler(
+                autoscaling.autoscaler_values(dev), endpoint, region(PLATFORM_ROOT), taken_port
+            )
+        assert "address already in use" in str(caught.value)
+    finally:
+        services.stop(autoscaling.MOTO)
+    _nothing_left()
+
+
+def test_a_crashed_autoscaler_is_reported_by_name_and_its_log(kube: Kube, dev: Run, tmp_path: Path) -> None:
+    with pools_at_zero(kube, dev):
+        kube.namespace(NAMESPACE, pod_security="baseline")
+        try:
+            with start(dev, kube, PLATFORM_ROOT) as run:
+                os.kill(services._read()[autoscaling.AUTOSCALER]["pid"], signal.SIGKILL)
+                kube.apply(pod("waits", gpus=1, pool="inference"), NAMESPACE)
+                with pytest.raises(
+                    ClusterError,
+                    match=r"^cluster-autoscaler is not running; its log .*cluster-autoscaler\.log",
+                ):
+                    wait_desired(run, INFERENCE, 1)
+        finally:
+            kube.delete_namespace(NAMESPACE)
+    _nothing_left()
+    assert not [n for n in kube.nodes() if (n.spec.provider_id or "").startswith("aws:///")]
