@@ -14,7 +14,7 @@ import difflib
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import Annotated, Any, Literal
@@ -649,7 +649,27 @@ def load(
     try:
         return PlatformConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError("; ".join(_message(e) for e in _most_specific(error.errors()))) from None
+        message = "; ".join(_message(e) for e in _most_specific(error.errors()))
+        raise ConfigError(_masked(message, [raw[k] for k in secret_keys if k in raw])) from None
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    value = _json(value)
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, str) and value:
+        yield value
+
+
+def _masked(message: str, secrets: list[Any]) -> str:
+    """``message`` with every text inside a secret setting as [secret]: the CLI masks a secret only where
+    its whole text appears (pulumi engine/events.go, logging.FilterString), never a part of it."""
+    for leaf in sorted({leaf for value in secrets for leaf in _leaves(value)}, key=len, reverse=True):
+        message = message.replace(leaf, "[secret]")
+    return message
 
 
 def from_pulumi() -> PlatformConfig:

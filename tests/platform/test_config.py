@@ -336,6 +336,32 @@ def test_secret_settings_are_supported_only_where_they_can_stay_secret() -> None
         )
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "names"),
+    [
+        ("endpoint", '{"publicAccessCidrs": ["203.0.113.7/33"]}', "endpoint.publicAccessCidrs[0] must be"),
+        (
+            "network",
+            {"vpcId": "vpc-0a1b2c3d", "privateSubnetIds": ["subnet-0a1b2c3d4e", "subnet-0a1b2c3d4e"]},
+            "network.privateSubnetIds lists an item twice",
+        ),
+        ("clusterAdmins", ["arn:aws:iam::210987654321:role/ops team"], "clusterAdmins[0] must be"),
+    ],
+)
+def test_a_refused_secret_setting_names_the_key_but_never_shows_the_value(
+    key: str, value, names: str
+) -> None:
+    """The CLI masks a secret only where its whole text appears (engine/events.go FilterString), so a
+    refusal quoting part of it would print that part: it says [secret] instead."""
+    raw = {"endpoint": OK_ENDPOINT, key: value}
+    with pytest.raises(ConfigError) as caught:
+        load(raw, region="us-west-2", default_cluster_name="x", secret_keys=frozenset({key}))
+    message = str(caught.value)
+    assert names in message and "[secret]" in message
+    for leaked in ("203.0.113.7", "subnet-0a1b2c3d4e", "210987654321", "ops team"):
+        assert leaked not in message
+
+
 def test_region_is_required() -> None:
     with pytest.raises(ConfigError, match="aws:region is required"):
         load({}, region=None, default_cluster_name="x")
