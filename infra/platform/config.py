@@ -76,7 +76,21 @@ def _cidr_text(value: Any) -> Any:
     # Lax IPv4Network reads the number 7 as 0.0.0.7/32: a CIDR is written as text.
     if not isinstance(value, (str, IPv4Network)):
         raise PydanticCustomError("ip_v4_network", "not a CIDR")
+    if isinstance(value, str) and _host_bits(value):
+        # A host address with a prefix (10.0.0.1/16): name the block it is in, which AWS wants.
+        raise ValueError(
+            f"has host bits set: {value!r} is inside {IPv4Network(value, strict=False)}, write that"
+        )
     return value
+
+
+def _host_bits(value: str) -> bool:
+    """Is ``value`` an IPv4 network written with its host bits set (anything else: the type refuses)?"""
+    for strict in (True, False):
+        with contextlib.suppress(ValueError):
+            IPv4Network(value, strict=strict)
+            return not strict
+    return False
 
 
 def _cli_boolean(value: Any) -> Any:
@@ -662,6 +676,8 @@ def _leaves(value: Any) -> Iterator[str]:
             yield from _leaves(item)
     elif isinstance(value, str) and value:
         yield value
+        with contextlib.suppress(ValueError):  # the block a host-bits refusal names
+            yield str(IPv4Network(value, strict=False))
 
 
 def _masked(message: str, secrets: list[Any]) -> str:
