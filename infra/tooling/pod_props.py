@@ -61,10 +61,12 @@ def _terms_ok(affinity: Any) -> bool:
             _list(t.get(f) or [])
             and all(
                 isinstance(e, Mapping)
-                and isinstance(e.get("key"), str)
-                and e.get("operator") in NODE_SELECTOR_OPERATORS
+                and "key" in e
+                and "operator" in e
+                and isinstance(e["key"], (str, type(None)))  # None: not known yet, judged once known
+                and e["operator"] in (*NODE_SELECTOR_OPERATORS, None)
                 and _list(e.get("values") or [])
-                and all(isinstance(v, str) for v in e.get("values") or [])
+                and all(isinstance(v, (str, type(None))) for v in e.get("values") or [])
                 for e in t.get(f) or []
             )
             for f in ("matchExpressions", "matchFields")

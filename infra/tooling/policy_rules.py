@@ -62,6 +62,7 @@ def _selects(pod: Mapping[str, Any], placement: Placement) -> bool:
     return bool(terms) and all(
         any(
             e.get("key") == placement.key
+            and e.get("operator") is not None  # not known yet: selects nothing until known
             and not match_expression(e, {})
             and match_expression(e, placement.node_labels())
             for e in term.get("matchExpressions") or []

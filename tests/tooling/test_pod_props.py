@@ -189,3 +189,19 @@ def test_a_well_formed_gpu_workload_has_no_workload_settings_finding() -> None:
     }
     found = check([NODE_GROUP, ("kubernetes:apps/v1:Deployment", "w", {"spec": {"template": {"spec": pod}}})])
     assert [v for v in found if v.rule in ("workload-settings", "gpu-workload-placement")] == []
+
+
+def test_an_affinity_not_known_yet_is_no_finding_and_leaves_the_agent_unknown() -> None:
+    """Unknowns reach stack rules as None: judged once known, as for node groups."""
+    unknown = {"key": "GPU", "operator": None, "values": None}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [unknown]}]
+            }
+        }
+    }
+    props = {"spec": {"template": {"spec": {"affinity": affinity, "containers": [{"name": "agent"}]}}}}
+    found = check([NODE_GROUP, ("kubernetes:apps/v1:DaemonSet", "agent", props)])
+    assert [v.rule for v in found if v.rule in ("workload-settings", "gpu-agents-on-gpu-pools")] == []
+    assert any(v.rule == "agent-placement-unknown" for v in found)
