@@ -44,6 +44,34 @@ def test_bin_preview_builds_helm_and_the_chart_it_needs_then_renders_the_device_
     assert RENDERED in done.stdout
 
 
+def test_bin_preview_previews_when_go_cannot_build_helm(tmp_path: Path) -> None:
+    """Go on PATH but no way to fetch helm's modules (offline, an empty module cache): the preview
+    still runs, says helm could not be built, and shows the device plugin as not rendered."""
+    cache = tmp_path / "cache"
+    done = subprocess.run(
+        [
+            str(ROOT / "bin" / "preview"),
+            "--stack",
+            "dev",
+            "--project",
+            str(ROOT),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        env=_env(cache, GOPROXY="off", GOMODCACHE=str(tmp_path / "empty-modcache"), GOFLAGS="-modcacherw"),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "bin/preview: could not build helm and the pinned device plugin chart" in done.stderr
+    assert RENDERED not in done.stdout
+    assert "no helm: looked at $EKS_GPU_HELM" in done.stdout + "".join(
+        p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file()
+    )
+
+
 def test_bin_pulumi_works_before_anything_else_created_its_state(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()

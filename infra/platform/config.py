@@ -14,7 +14,7 @@ import difflib
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from typing import Annotated, Any, Literal
@@ -77,7 +77,21 @@ def _cidr_text(value: Any) -> Any:
     # Lax IPv4Network reads the number 7 as 0.0.0.7/32: a CIDR is written as text.
     if not isinstance(value, (str, IPv4Network)):
         raise PydanticCustomError("ip_v4_network", "not a CIDR")
+    if isinstance(value, str) and _host_bits(value):
+        # A host address with a prefix (10.0.0.1/16): name the block it is in, which AWS wants.
+        raise ValueError(
+            f"has host bits set: {value!r} is inside {IPv4Network(value, strict=False)}, write that"
+        )
     return value
+
+
+def _host_bits(value: str) -> bool:
+    """Is ``value`` an IPv4 network written with its host bits set (anything else: the type refuses)?"""
+    for strict in (True, False):
+        with contextlib.suppress(ValueError):
+            IPv4Network(value, strict=strict)
+            return not strict
+    return False
 
 
 def _cli_boolean(value: Any) -> Any:
@@ -771,7 +785,29 @@ def load(
     try:
         return PlatformConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError("; ".join(_message(e) for e in _most_specific(error.errors()))) from None
+        message = "; ".join(_message(e) for e in _most_specific(error.errors()))
+        raise ConfigError(_masked(message, [raw[k] for k in secret_keys if k in raw])) from None
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    value = _json(value)
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, str) and value:
+        yield value
+        with contextlib.suppress(ValueError):  # the block a host-bits refusal names
+            yield str(IPv4Network(value, strict=False))
+
+
+def _masked(message: str, secrets: list[Any]) -> str:
+    """``message`` with every text inside a secret setting as [secret]: the CLI masks a secret only where
+    its whole text appears (pulumi engine/events.go, logging.FilterString), never a part of it."""
+    for leaf in sorted({leaf for value in secrets for leaf in _leaves(value)}, key=len, reverse=True):
+        message = message.replace(leaf, "[secret]")
+    return message
 
 
 def from_pulumi() -> PlatformConfig:

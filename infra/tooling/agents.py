@@ -18,7 +18,7 @@ from typing import Any
 from infra.platform.addons import CLOUDWATCH_ADDON
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.node_pools import SYSTEM_LABELS
-from infra.tooling import chart_models, node_group_props
+from infra.tooling import chart_models, node_group_props, pod_props
 from infra.tooling.manifests import HELM_RELEASE_TYPE as HELM_RELEASE
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
 from infra.workloads.quantity import whole_count
@@ -315,8 +315,9 @@ def daemonset_intent(props: Mapping[str, Any], pod: Mapping[str, Any], placement
 
 
 def _daemonset_agent(name: str, props: Mapping[str, Any], resource: str, placement: Placement) -> Agent:
-    pod = ((props.get("spec") or {}).get("template") or {}).get("spec") or {}
-    label = f"DaemonSet/{(props.get('metadata') or {}).get('name') or name}"
+    pod = pod_props.pod_spec(DAEMONSET, props)  # its well-formed parts: the pack names the rest
+    metadata = props.get("metadata")
+    label = f"DaemonSet/{(metadata.get('name') if isinstance(metadata, Mapping) else None) or name}"
     if _unknown_scheduling(pod):
         return Agent(label, _annotated(props) or ALL, "scheduling fields not known yet", None, resource)
     return Agent(label, daemonset_intent(props, pod, placement), "as declared", pod, resource)

@@ -15,6 +15,7 @@ from typing import Any
 
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM, PRICES_SOURCE
 from infra.tooling.agents import NODE_GROUP, NODEPOOL, aligned, nodepool_name, nodepool_template, overlay_gpus
+from infra.tooling.node_group_props import instance_types, sizes
 from infra.workloads.placement import GPU_RESOURCE
 from infra.workloads.quantity import whole_count
 
@@ -61,9 +62,11 @@ def _bound(size: int, prices: list[float | None], pick: Callable[[list[float]], 
 
 
 def group_cost(name: str, props: Mapping[str, Any]) -> GroupCost:
-    types = tuple(props.get("instanceTypes") or ())
-    scaling = props.get("scalingConfig") or {}
-    low, high = int(scaling.get("minSize", 0)), int(scaling.get("maxSize", 0))
+    """A malformed group (any program's) is priced from its readable parts: sizes EKS would not
+    take count as 0, types that are not text are left out; the policy pack names the rest."""
+    types = tuple(instance_types(props))
+    readable = sizes(props)
+    low, high = readable.get("minSize", 0), readable.get("maxSize", 0)
     prices = [PRICES.get(t) for t in types]
     return GroupCost(
         name=name,

@@ -67,6 +67,18 @@ def instance_types(props: Mapping[str, Any]) -> list[str]:
     return [t for t in given if isinstance(t, str)] if _list(given) else []
 
 
+def sizes(props: Mapping[str, Any]) -> dict[str, int]:
+    """The node group's scalingConfig sizes that EKS would take (whole, at least their minimum)."""
+    given = props.get("scalingConfig")
+    if not isinstance(given, Mapping):
+        return {}
+    return {name: int(given[name]) for name in SIZE_MINIMUMS if _size_ok(name, given.get(name))}
+
+
+def _size_ok(name: str, value: Any) -> bool:
+    return _whole(value) and value >= SIZE_MINIMUMS[name]
+
+
 def advertised_gpus(props: Mapping[str, Any]) -> int | None:
     """The GPUs a node group tells the autoscaler its nodes bring (``node-template/resources`` tag), if
     it does and the tag is a whole number."""
@@ -119,17 +131,13 @@ def _scaling_problems(given: Any) -> Iterator[str]:
     if not isinstance(given, Mapping):
         yield f"scalingConfig must be an object with minSize, desiredSize and maxSize, got {given!r}"
         return
-    sizes = {}
     for name, least in SIZE_MINIMUMS.items():
         value = given.get(name)
-        if value is None:
-            continue
-        if not _whole(value) or value < least:
+        if value is not None and not _size_ok(name, value):
             yield f"scalingConfig.{name} must be a whole number of at least {least}, got {value!r}"
-        else:
-            sizes[name] = int(value)
-    low, high = sizes.get("minSize"), sizes.get("maxSize")
-    middle = sizes.get("desiredSize", low)
+    well_formed = sizes({"scalingConfig": given})
+    low, high = well_formed.get("minSize"), well_formed.get("maxSize")
+    middle = well_formed.get("desiredSize", low)
     if None not in (low, middle, high) and not low <= middle <= high:
         yield f"scalingConfig: EKS requires minSize <= desiredSize <= maxSize, got {low}, {middle}, {high}"
 

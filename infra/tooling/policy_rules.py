@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.tooling import pod_props
 from infra.tooling.agents import CLUSTER as PULUMI_EKS_CLUSTER
 from infra.tooling.agents import (
     NODE_GROUP,
@@ -53,12 +54,8 @@ StackRule = Callable[[Resources, Placement], list[tuple[str, str]]]
 
 
 def pod_spec_of(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    spec = props.get("spec") or {}
-    if resource_type.endswith(":Pod"):
-        return spec
-    if resource_type.endswith(":CronJob"):
-        return ((spec.get("jobTemplate") or {}).get("spec") or {}).get("template", {}).get("spec") or {}
-    return (spec.get("template") or {}).get("spec") or {}
+    """The pod spec's well-formed parts (:mod:`infra.tooling.pod_props`): workload-settings names the rest."""
+    return pod_props.pod_spec(resource_type, props)
 
 
 def _selects(pod: Mapping[str, Any], placement: Placement) -> bool:
@@ -72,6 +69,7 @@ def _selects(pod: Mapping[str, Any], placement: Placement) -> bool:
     return bool(terms) and all(
         any(
             e.get("key") == placement.key
+            and e.get("operator") is not None  # not known yet: selects nothing until known
             and not match_expression(e, {})
             and match_expression(e, placement.node_labels())
             for e in term.get("matchExpressions") or []
@@ -149,6 +147,11 @@ def node_group_settings(resource_type: str, props: Mapping[str, Any], placement:
     return problems(props) if resource_type == NODE_GROUP else []
 
 
+def workload_settings(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+    """Mandatory: a workload's nodeSelector, tolerations, node affinity and GPU requests as Kubernetes takes them."""
+    return pod_props.problems(resource_type, props) if resource_type in WORKLOAD_TYPES else []
+
+
 def _encrypts_secrets(encryption: Any) -> bool:
     """pulumi-aws ``encryptionConfig``: ``{provider: {keyArn}, resources: ["secrets"]}`` (older SDKs: a list of one).
 
@@ -223,6 +226,7 @@ RULES = (
     RuleSpec("gpu-toleration-without-gpu", gpu_toleration_without_gpu, "advisory"),
     RuleSpec("gpu-node-group-contract", gpu_node_group_contract, "mandatory"),
     RuleSpec("node-group-settings", node_group_settings, "mandatory", contract=False),
+    RuleSpec("workload-settings", workload_settings, "mandatory", contract=False),
     RuleSpec("security-baseline", security_baseline, "mandatory", contract=False),
     RuleSpec("gpu-agents-on-gpu-pools", gpu_agents_on_gpu_pools, "mandatory", stack=True),
     RuleSpec("agent-placement-unknown", agent_placement_unknown, "advisory", stack=True),

@@ -133,11 +133,15 @@ def _gpu_inputs(run: Run) -> list[str]:
     lines = []
     for g in run.of_type(NODE_GROUP):
         i = g.inputs
-        scaling = i.get("scalingConfig", {})
+        scaling = i.get("scalingConfig") or {}  # as given: a malformed one is the pack's finding
+        sizes = (
+            "/".join(str(scaling.get(k)) for k in ("minSize", "desiredSize", "maxSize"))
+            if isinstance(scaling, Mapping)
+            else repr(scaling)
+        )
         lines.append(
             f"  node group {g.name}: amiType={i.get('amiType')} instanceTypes={i.get('instanceTypes')} "
-            f"labels={i.get('labels')} taints={i.get('taints', [])} "
-            f"scaling={scaling.get('minSize')}/{scaling.get('desiredSize')}/{scaling.get('maxSize')} (min/desired/max)"
+            f"labels={i.get('labels')} taints={i.get('taints', [])} scaling={sizes} (min/desired/max)"
         )
     for rel in run.of_type(HELM_RELEASE_TYPE):
         i = rel.inputs

@@ -144,7 +144,7 @@ BAD = [
     ({"endpoint": {"publicAccessCidrs": ["203.0.113.5"]}}, None),  # a bare address is a /32: allowed
     (
         {"endpoint": {"publicAccessCidrs": ["203.0.113.1/24"]}},
-        "endpoint.publicAccessCidrs[0] must be an IPv4 CIDR block (e.g. \"10.0.0.0/16\"), got '203.0.113.1/24'",
+        "endpoint.publicAccessCidrs[0] has host bits set: '203.0.113.1/24' is inside 203.0.113.0/24, write that",
     ),
     (
         {"endpoint": {"publicAccess": "yes", **OK_ENDPOINT}},
@@ -158,6 +158,10 @@ BAD = [
     ({"network": {"cidr": "10.0.0.0/15"}}, "the VPC sizes AWS CreateVpc accepts, got '10.0.0.0/15'"),
     ({"network": {"cidr": "10.0.0.0/29"}}, "network.cidr must be an IPv4 block from /16 to /28"),
     ({"network": {"cidr": "10.0.0.0/17"}}, None),  # 3 AZs fit a /17
+    (  # a host address with a prefix: the block it meant is named, not "must be a CIDR block"
+        {"network": {"cidr": "10.0.0.1/16"}},
+        "network.cidr has host bits set: '10.0.0.1/16' is inside 10.0.0.0/16, write that",
+    ),
     (
         {"network": {"cidr": "fd00::/56"}},
         "network.cidr must be an IPv4 CIDR block",
@@ -334,6 +338,37 @@ def test_secret_settings_are_supported_only_where_they_can_stay_secret() -> None
             default_cluster_name="x",
             secret_keys=frozenset({"gpuPools"}),
         )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "names"),
+    [
+        ("endpoint", '{"publicAccessCidrs": ["203.0.113.7/33"]}', "endpoint.publicAccessCidrs[0] must be"),
+        (
+            "network",
+            {"vpcId": "vpc-0a1b2c3d", "privateSubnetIds": ["subnet-0a1b2c3d4e", "subnet-0a1b2c3d4e"]},
+            "network.privateSubnetIds lists an item twice",
+        ),
+        ("clusterAdmins", ["arn:aws:iam::210987654321:role/ops team"], "clusterAdmins[0] must be"),
+        (
+            "endpoint",
+            {"publicAccessCidrs": ["203.0.113.7/24"]},
+            "endpoint.publicAccessCidrs[0] has host bits",
+        ),
+    ],
+)
+def test_a_refused_secret_setting_names_the_key_but_never_shows_the_value(
+    key: str, value, names: str
+) -> None:
+    """The CLI masks a secret only where its whole text appears (engine/events.go FilterString), so a
+    refusal quoting part of it would print that part: it says [secret] instead."""
+    raw = {"endpoint": OK_ENDPOINT, key: value}
+    with pytest.raises(ConfigError) as caught:
+        load(raw, region="us-west-2", default_cluster_name="x", secret_keys=frozenset({key}))
+    message = str(caught.value)
+    assert names in message and "[secret]" in message
+    for leaked in ("203.0.113", "subnet-0a1b2c3d4e", "210987654321", "ops team"):
+        assert leaked not in message
 
 
 def test_region_is_required() -> None:

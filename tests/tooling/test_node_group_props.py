@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infra.tooling.node_group_props import problems
+from infra.tooling.costs import stack_cost
+from infra.tooling.node_group_props import instance_types, problems
 from infra.tooling.policy_rules import check
 from infra.workloads.placement import EKS_TO_K8S_EFFECT, K8S_TO_EKS_EFFECT
 from tests.tooling import crossguard
@@ -182,3 +183,26 @@ def test_the_pack_reports_the_kubernetes_spelling_instead_of_crashing(analyzer: 
         "taints[0].effect is 'NoSchedule', the Kubernetes spelling: EKS takes NO_SCHEDULE" in m
         for m in messages
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(props=node_group)
+def test_the_preview_prices_and_shows_any_node_group_without_crashing(props: dict[str, Any]) -> None:
+    """The preview's cost table and GPU inputs read the same node groups the rules do: junk is no crash.
+
+    A malformed group's unreadable sizes count as 0 and its non-text types are left out; the
+    policy section beside them names what is wrong (node-group-settings)."""
+    from infra.tooling.offline import Registration, Run
+    from infra.tooling.preview import _gpu_inputs
+
+    report = stack_cost([(NODE_GROUP, "gpu", props)])
+    (group,) = report.groups
+    assert group.instance_types == tuple(instance_types(props))
+    assert group.min_size >= 0 and group.max_size >= 0
+    (line,) = _gpu_inputs(Run([Registration("urn:g", NODE_GROUP, "gpu", "", True, "", False, props)], {}))
+    assert line.startswith("  node group gpu:")
+
+
+def test_text_instance_types_are_not_priced_letter_by_letter() -> None:
+    (group,) = stack_cost([(NODE_GROUP, "gpu", {**GPU, "instanceTypes": "g5g.xlarge"})]).groups
+    assert group.instance_types == ()

@@ -314,7 +314,11 @@ def test_the_crossguard_pack_wraps_every_rule(monkeypatch) -> None:
     assert [type(p).__name__ for p in policies] == [
         "ResourceValidationPolicy" if not (r.stack or r.contract) else "StackValidationPolicy" for r in RULES
     ]
-    assert [r.name for r in RULES if not r.contract] == ["node-group-settings", "security-baseline"]
+    assert [r.name for r in RULES if not r.contract] == [
+        "node-group-settings",
+        "workload-settings",
+        "security-baseline",
+    ]
     reported = []
     rogue = SimpleNamespace(
         resource_type="kubernetes:apps/v1:Deployment",

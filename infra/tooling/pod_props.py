@@ -1,0 +1,167 @@
+"""A workload's pod spec as the rules read it: the well-formed parts, and what is malformed, in words.
+
+The rules see any program's Deployments, Jobs, DaemonSets and Pods, and the provider's Check
+does not hold them to the Kubernetes schema before the pack runs (the API server does, later).
+So tolerations given as text, a nodeSelector given as a list or a GPU limit that is no quantity
+must give a finding naming the field and what Kubernetes takes, never a crashed analysis: the
+sibling of :mod:`infra.tooling.node_group_props`. A value not known yet (None) is no finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from infra.workloads.placement import GPU_RESOURCE
+from infra.workloads.quantity import QuantityError, whole_count
+
+TOLERATION_FIELDS = ("key", "operator", "value", "effect")
+CONTAINER_LISTS = ("initContainers", "containers")
+# NodeSelectorRequirement operators (k8s.io/api core/v1 types.go NodeSelectorOperator): what
+# scheduling.match_expression evaluates; pod affinity's fewer ones are podspec.SELECTOR_OPERATORS.
+NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def _list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def raw_pod_spec(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pod template's spec as given, {} where a level on the way is not an object."""
+    spec = _map(props.get("spec"))
+    if resource_type.endswith(":Pod"):
+        return spec
+    if resource_type.endswith(":CronJob"):
+        spec = _map(_map(spec.get("jobTemplate")).get("spec"))
+    return _map(_map(spec.get("template")).get("spec"))
+
+
+def _toleration_ok(toleration: Any) -> bool:
+    return isinstance(toleration, Mapping) and all(
+        isinstance(toleration.get(f), (str, type(None))) for f in TOLERATION_FIELDS
+    )
+
+
+def _terms_ok(affinity: Any) -> bool:
+    """Is the required node affinity, if any, objects and lists where Kubernetes has them?"""
+    if not isinstance(affinity, Mapping):
+        return False
+    node = affinity.get("nodeAffinity")
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node, Mapping) else {}
+    if (node is not None and not isinstance(node, Mapping)) or not isinstance(required or {}, Mapping):
+        return False
+    terms = (required or {}).get("nodeSelectorTerms") or []
+    return _list(terms) and all(
+        isinstance(t, Mapping)
+        and all(
+            _list(t.get(f) or [])
+            and all(
+                isinstance(e, Mapping)
+                and "key" in e
+                and "operator" in e
+                and isinstance(e["key"], (str, type(None)))  # None: not known yet, judged once known
+                and e["operator"] in (*NODE_SELECTOR_OPERATORS, None)
+                and _list(e.get("values") or [])
+                and all(isinstance(v, (str, type(None))) for v in e.get("values") or [])
+                for e in t.get(f) or []
+            )
+            for f in ("matchExpressions", "matchFields")
+        )
+        for t in terms
+    )
+
+
+def _gpus_ok(container: Mapping[str, Any]) -> bool:
+    resources = container.get("resources")
+    if resources is None:
+        return True
+    if not isinstance(resources, Mapping):
+        return False
+    for part in ("limits", "requests"):
+        given = resources.get(part)
+        if given is not None and not isinstance(given, Mapping):
+            return False
+        try:
+            whole_count(_map(given).get(GPU_RESOURCE) or 0)
+        except QuantityError:
+            return False
+    return True
+
+
+def pod_spec(resource_type: str, props: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod spec with only its well-formed scheduling fields; the others are :func:`problems`."""
+    pod = dict(raw_pod_spec(resource_type, props))
+    selector = pod.get("nodeSelector")
+    if selector is not None:
+        pod["nodeSelector"] = {
+            k: v for k, v in _map(selector).items() if isinstance(k, str) and isinstance(v, (str, type(None)))
+        }
+    if pod.get("tolerations") is not None:
+        given = pod["tolerations"]
+        pod["tolerations"] = [t for t in given if _toleration_ok(t)] if _list(given) else []
+    if pod.get("affinity") is not None and not _terms_ok(pod["affinity"]):
+        pod.pop("affinity")
+    for field in CONTAINER_LISTS:
+        if pod.get(field) is not None:
+            given = pod[field]
+            ok = [c for c in given if isinstance(c, Mapping) and _gpus_ok(c)] if _list(given) else []
+            pod[field] = [_known_gpus(c) for c in ok]
+    return pod
+
+
+def _known_gpus(container: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The container without a GPU count not known yet (None): counted once known."""
+    resources = _map(container.get("resources"))
+    if all(_map(resources.get(p)).get(GPU_RESOURCE, 0) is not None for p in ("limits", "requests")):
+        return container
+    known = {
+        p: {k: v for k, v in _map(resources.get(p)).items() if not (k == GPU_RESOURCE and v is None)}
+        for p in ("limits", "requests")
+    }
+    return {**container, "resources": {**resources, **known}}
+
+
+def problems(resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    """What Kubernetes would refuse in the pod's scheduling fields and GPU requests, in words."""
+    pod = raw_pod_spec(resource_type, props)
+    return list(_problems(pod))
+
+
+def _problems(pod: Mapping[str, Any]) -> Iterator[str]:
+    selector = pod.get("nodeSelector")
+    if selector is not None and not isinstance(selector, Mapping):
+        yield f"nodeSelector must be a map of label to text, got {selector!r}"
+    elif selector is not None:
+        for key, value in selector.items():
+            if value is not None and not isinstance(value, str):
+                yield f"nodeSelector.{key} must be text, got {value!r}"
+    given = pod.get("tolerations")
+    if given is not None and not _list(given):
+        yield f"tolerations must be a list of {{key, operator, value, effect}}, got {given!r}"
+    elif given is not None:
+        for i, toleration in enumerate(given):
+            if toleration is not None and not _toleration_ok(toleration):
+                yield f"tolerations[{i}] must be an object of key, operator, value and effect as text, got {toleration!r}"
+    if pod.get("affinity") is not None and not _terms_ok(pod["affinity"]):
+        yield (
+            "affinity.nodeAffinity must be objects and lists as Kubernetes has them "
+            f"(nodeSelectorTerms: a list of {{matchExpressions: [{{key, operator, values}}]}}, operator one of "
+            f"{', '.join(NODE_SELECTOR_OPERATORS)}, values text), got {pod['affinity']!r}"
+        )
+    for field in CONTAINER_LISTS:
+        given = pod.get(field)
+        if given is not None and not _list(given):
+            yield f"{field} must be a list of containers, got {given!r}"
+            continue
+        for i, container in enumerate(given or []):
+            if not isinstance(container, Mapping):
+                yield f"{field}[{i}] must be a container object, got {container!r}"
+            elif not _gpus_ok(container):
+                yield (
+                    f"{field}[{i}].resources must hold limits and requests as maps of resource to a quantity "
+                    f"({GPU_RESOURCE}: a whole number), got {container.get('resources')!r}"
+                )
