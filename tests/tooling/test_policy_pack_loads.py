@@ -22,6 +22,7 @@ import yaml
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
+from infra.tooling import gomod
 from infra.tooling.policy_rules import RULES
 
 POLICY = Path(__file__).resolve().parents[2] / "policy"
@@ -90,17 +91,34 @@ def test_without_an_interpreter_the_pack_file_names_each_one_it_looked_for(
     assert f"{tmp_path}/install" in result.stderr
 
 
-def test_the_readme_docs_and_workflows_run_the_pack_file() -> None:
-    """One form everywhere: the one tests/cluster/test_policy_pack.py runs on the built CLI."""
-    root = POLICY.parent
-    named = PACK.relative_to(root).as_posix()
-    steps = [
+def _pulumi_action_steps() -> list[dict]:
+    """Every step of the workflows that runs the Pulumi CLI through ``pulumi/actions``."""
+    return [
         step
-        for workflow in (root / ".github" / "workflows").glob("*.yml")
+        for workflow in (POLICY.parent / ".github" / "workflows").glob("*.yml")
         for job in yaml.safe_load(workflow.read_text())["jobs"].values()
         for step in job["steps"]
         if str(step.get("uses", "")).startswith("pulumi/actions@")
     ]
+
+
+def test_the_workflows_run_the_pack_with_the_cli_the_tests_run() -> None:
+    """pulumi/actions keeps a CLI already on the runner when it satisfies its default ``^3``
+    (its src/libs/pulumi-cli.ts, downloadCli), and a CLI older than the file form of
+    ``--policy-pack`` (not in v3.226's analyzer_plugin.go) fails to load the pack: each step
+    names the CLI localcluster/pulumi/cli pins, the one tests/cluster/test_policy_pack.py runs."""
+    pinned = gomod.pinned_version(
+        POLICY.parent / "localcluster" / "pulumi" / "cli", "github.com/pulumi/pulumi/pkg/v3"
+    )
+    steps = _pulumi_action_steps()
+    assert steps and {str(step["with"].get("pulumi-version")) for step in steps} == {pinned.removeprefix("v")}
+
+
+def test_the_readme_docs_and_workflows_run_the_pack_file() -> None:
+    """One form everywhere: the one tests/cluster/test_policy_pack.py runs on the built CLI."""
+    root = POLICY.parent
+    named = PACK.relative_to(root).as_posix()
+    steps = _pulumi_action_steps()
     assert steps and {step["with"].get("policyPacks") for step in steps} == {named}
     for doc in (root / "README.md", *(root / "docs").glob("*.md")):
         assert set(re.findall(r"--policy-pack ([\w./-]+)", doc.read_text())) <= {named}, doc
