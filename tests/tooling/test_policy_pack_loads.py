@@ -10,10 +10,12 @@ verdicts are tests/cluster/test_policy_pack.py's.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -38,19 +40,20 @@ def test_the_pack_file_uses_the_virtualenv_its_installer_builds() -> None:
     assert os.access(PACK, os.X_OK)
 
 
-@pytest.fixture
-def pack(tmp_path: Path):
+def _own_environment() -> dict[str, str]:
+    """This environment with nothing but the pack's own virtualenv able to run it."""
     if not PYTHON.exists():
         pytest.skip("policy/.venv is missing: bin/setup (or policy/install) builds it")
     env = {k: v for k, v in os.environ.items() if k not in ("PULUMI_PYTHON_CMD", "VIRTUAL_ENV")}
-    env["PATH"] = "/nonexistent"  # nothing but the pack's own virtualenv can run it
+    env["PATH"] = "/nonexistent"
+    return env
+
+
+@contextlib.contextmanager
+def _serving(argv: list[str], cwd: Path, env: dict[str, str]) -> Iterator[str]:
+    """The address the pack serves on, started as ``argv`` (the CLI's command line) from ``cwd``."""
     process = subprocess.Popen(
-        ["/bin/sh", str(PACK), "127.0.0.1:1"],
-        cwd=tmp_path,  # the CLI runs it from the project's folder, not the pack's
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         port = process.stdout.readline().strip()
@@ -61,12 +64,38 @@ def pack(tmp_path: Path):
         process.wait(timeout=10)
 
 
+@pytest.fixture
+def pack(tmp_path: Path) -> Iterator[str]:
+    # the CLI runs it from the project's folder, not the pack's
+    with _serving(["/bin/sh", str(PACK), "127.0.0.1:1"], tmp_path, _own_environment()) as address:
+        yield address
+
+
 def test_the_pack_file_starts_the_pack_in_its_own_environment_serving_every_rule(pack: str) -> None:
     with grpc.insecure_channel(pack) as channel:
         grpc.channel_ready_future(channel).result(timeout=30)
         info = analyzer_pb2_grpc.AnalyzerStub(channel).GetAnalyzerInfo(empty_pb2.Empty(), timeout=30)
     assert info.name == "eks-gpu-guardrails"
     assert [p.name for p in info.policies] == [r.name for r in RULES]
+
+
+def test_the_pack_file_takes_the_flags_the_cli_adds_before_the_engine_address(tmp_path: Path) -> None:
+    """``pulumi -v=9 --logflow --logtostderr --tracing ...`` puts its logging and tracing flags
+    before the engine's address (pkg/v3 resource/plugin/plugin.go, buildPluginArguments)."""
+    flags = ["--logtostderr", "-v=9", "--tracing", "file:///dev/null"]
+    with _serving(["/bin/sh", str(PACK), *flags, "127.0.0.1:1"], tmp_path, _own_environment()):
+        pass
+
+
+def test_the_pack_file_finds_its_own_folder_under_an_exported_cdpath(tmp_path: Path) -> None:
+    """The CLI executes the path as the user gave it (relative to the project), and hands the
+    pack the user's environment (ExecPlugin: os.Environ()): a CDPATH with a ``policy`` folder of
+    its own must not move the pack there."""
+    (tmp_path / "policy").mkdir()
+    env = {**_own_environment(), "CDPATH": str(tmp_path)}
+    relative = str(PACK.relative_to(POLICY.parent))
+    with _serving(["/bin/sh", relative, "127.0.0.1:1"], POLICY.parent, env):
+        pass
 
 
 @pytest.mark.parametrize(
