@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,6 +97,21 @@ def test_the_pack_file_finds_its_own_folder_under_an_exported_cdpath(tmp_path: P
     relative = str(PACK.relative_to(POLICY.parent))
     with _serving(["/bin/sh", relative, "127.0.0.1:1"], POLICY.parent, env):
         pass
+
+
+def test_an_interpreter_without_the_packs_requirements_is_named_with_the_fix(tmp_path: Path) -> None:
+    copy = tmp_path / PACK.name  # a pack folder with no .venv
+    shutil.copy(PACK, copy)
+    bare = tmp_path / "python"  # a Python without site-packages: no pulumi_policy, no infra
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S "$@"\n')
+    bare.chmod(0o755)
+    env = {"PATH": "/nonexistent", "PULUMI_PYTHON_CMD": str(bare)}
+    result = subprocess.run(["/bin/sh", str(copy), "127.0.0.1:1"], env=env, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert (
+        f"{bare} cannot run the pack (ModuleNotFoundError: No module named 'pulumi_policy')" in result.stderr
+    )
+    assert f"Make the pack's environment with {tmp_path}/install" in result.stderr
 
 
 @pytest.mark.parametrize(
