@@ -95,6 +95,12 @@ def test_the_pack_stops_an_unplaced_gpu_workload_naming_the_policy_and_the_fix(u
     assert "does not select GPU nodes: add nodeSelector {'GPU': 'true'}" in output
 
 
+def test_the_consumers_judged_are_every_stack_the_repository_ships() -> None:
+    """A stacks/ project missing from test_pulumi_consumers would be deployed and judged by nobody."""
+    shipped = {p.parent for p in (PLATFORM_ROOT / "stacks").glob("*/Pulumi.yaml")}
+    assert set(CONSUMERS.values()) == shipped
+
+
 @pytest.mark.parametrize("project", sorted(CONSUMERS))
 def test_every_consumer_stack_passes_the_pack(
     consumer_previews: Mapping[str, subprocess.CompletedProcess[str]], project: str
@@ -192,3 +198,26 @@ def test_pack_config_names_the_contract_for_a_stack_that_declares_none(
     config.write_text(json.dumps({"gpu-workload-placement": {"placement": {"key": "accelerator"}}}))
     refused = _output(_preview(stack, *pack, "--policy-pack-config", str(config)))
     assert "validating policy config" in refused and "value" in refused, refused
+
+
+def test_a_relative_pack_path_is_run_from_the_projects_folder(tmp_path: Path) -> None:
+    """What decision 0070 ("Relative paths") tells users: the CLI finds a relative --policy-pack
+    from where it runs but executes it from the project's folder, so from a subfolder it is
+    "not found"; from the project's folder the same pack runs (no cluster: a project with no resources)."""
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "Pulumi.yaml").write_text("name: pack-path\nruntime: yaml\noutputs:\n  ok: true\n")
+    (project / "pack").symlink_to(PACK.parent)  # ../pack from sub/, pack from the project
+    stack = Stack(project, STACK)
+    stack.init()
+    try:
+        from_sub = Stack(project / "sub", STACK).preview(
+            "--policy-pack", "../pack/eks-gpu-guardrails", check=False
+        )
+        assert from_sub.returncode != 0
+        assert f'policy pack not found at "{project}/pack/eks-gpu-guardrails"' in _output(from_sub)
+        from_project = _preview(Stack(project, STACK), "--policy-pack", "pack/eks-gpu-guardrails")
+        assert from_project.returncode == 0, _output(from_project)
+        assert "eks-gpu-guardrails" in _output(from_project)
+    finally:
+        stack.remove()
