@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 
 from infra.platform.addons import helm_release
 from infra.platform.config import PlatformConfig, Pool
-from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
+from infra.platform.iam import POD_IDENTITY_TRUST_POLICY, partition
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.node_pools import (
     AUTOSCALED_TAG,
@@ -174,12 +174,12 @@ def autoscaler(
             )
     invoke = pulumi.InvokeOutputOptions(parent=opts.parent)
     account = aws.get_caller_identity_output(opts=invoke)
-    partition = aws.get_partition_output(opts=invoke).partition
+    account_partition = partition(opts)
     role = aws.iam.Role(f"{name}-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts)
     policy = aws.iam.RolePolicy(
         f"{name}-policy",
         role=role.id,
-        policy=pulumi.Output.all(account.account_id, partition).apply(
+        policy=pulumi.Output.all(account.account_id, account_partition).apply(
             lambda a: json.dumps(iam_policy(cluster_name, region, a[0], a[1]))
         ),
         opts=opts,

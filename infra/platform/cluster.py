@@ -16,6 +16,7 @@ import pulumi_eks as eks
 
 from infra.platform import addons
 from infra.platform.config import PlatformConfig
+from infra.platform.iam import in_partition, partition
 from infra.platform.network import Network
 
 LOG_TYPES = ("api", "audit", "authenticator")
@@ -33,8 +34,11 @@ def secrets_key(name: str, opts: pulumi.ResourceOptions) -> aws.kms.Key:
     )
 
 
-def access_entries(config: PlatformConfig) -> dict[str, eks.AccessEntryArgs]:
-    """``clusterAdmins`` as cluster-scoped ``AmazonEKSClusterAdminPolicy`` access entries.
+def access_entries(
+    config: PlatformConfig, account_partition: pulumi.Input[str]
+) -> dict[str, eks.AccessEntryArgs]:
+    """``clusterAdmins`` as cluster-scoped ``AmazonEKSClusterAdminPolicy`` access entries (the
+    access policy's ARN in the account's partition).
 
     Each is named after its principal, so reordering the list replaces nothing; a secret list is
     named by position instead (URNs are never encrypted).
@@ -48,7 +52,8 @@ def access_entries(config: PlatformConfig) -> dict[str, eks.AccessEntryArgs]:
             principal_arn=config.secret("clusterAdmins", arn),
             access_policies={
                 "cluster-admin": eks.AccessPolicyAssociationArgs(
-                    policy_arn=CLUSTER_ADMIN_POLICY, access_scope={"type": "cluster"}
+                    policy_arn=in_partition(CLUSTER_ADMIN_POLICY, account_partition),
+                    access_scope={"type": "cluster"},
                 )
             },
         )
@@ -93,7 +98,7 @@ def cluster(
         private_subnet_ids=net.private_subnet_ids,
         public_subnet_ids=net.public_subnet_ids,
         authentication_mode=eks.AuthenticationMode.API,
-        access_entries=access_entries(config),
+        access_entries=access_entries(config, partition(opts)),
         skip_default_node_group=True,
         skip_default_security_groups=True,
         endpoint_private_access=endpoint.private_access,

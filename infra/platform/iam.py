@@ -40,6 +40,18 @@ NODE_MANAGED_POLICIES: tuple[str, ...] = (
 )
 
 
+def partition(opts: pulumi.ResourceOptions) -> pulumi.Output[str]:
+    """The deploying account's partition (``aws``, ``aws-us-gov``, ``aws-cn``): every ARN names it."""
+    return aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=opts.parent)).partition
+
+
+def in_partition(arn: str, partition: pulumi.Input[str]) -> pulumi.Output[str]:
+    """An AWS-owned ARN (written here in the ``aws`` partition) in the account's ``partition``: in
+    GovCloud or China ``arn:aws:iam::aws:policy/...`` does not exist and the attachment fails."""
+    rest = arn.split(":", 2)[2]
+    return pulumi.Output.from_input(partition).apply(lambda p: f"arn:{p}:{rest}")
+
+
 def node_role(
     name: str, opts: pulumi.ResourceOptions
 ) -> tuple[aws.iam.Role, tuple[aws.iam.RolePolicyAttachment, ...]]:
@@ -51,11 +63,12 @@ def node_role(
     ``aws_eks_node_group``).
     """
     role = aws.iam.Role(name, assume_role_policy=json.dumps(EC2_TRUST_POLICY), opts=opts)
+    account_partition = partition(opts)
     attachments = tuple(
         aws.iam.RolePolicyAttachment(
             f"{name}-{policy.rsplit('/', 1)[1]}",
             role=role.name,
-            policy_arn=policy,
+            policy_arn=in_partition(policy, account_partition),
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=role)),
         )
         for policy in NODE_MANAGED_POLICIES

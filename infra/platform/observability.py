@@ -19,7 +19,7 @@ import pulumi_aws as aws
 
 from infra.platform import addons
 from infra.platform.gpu_metrics import alarms, dashboard_body
-from infra.platform.iam import POD_IDENTITY_TRUST_POLICY
+from infra.platform.iam import POD_IDENTITY_TRUST_POLICY, in_partition, partition
 from infra.workloads.placement import Placement
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def observability(
     attachment = aws.iam.RolePolicyAttachment(
         f"{name}-cloudwatch-agent-policy",
         role=role.name,
-        policy_arn=CLOUDWATCH_POLICY_ARN,
+        policy_arn=in_partition(CLOUDWATCH_POLICY_ARN, partition(opts)),
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=role)),
     )
     addons.addon(

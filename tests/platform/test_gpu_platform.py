@@ -468,3 +468,51 @@ def test_a_key_under_a_misspelled_project_namespace_is_an_error(tmp_path: Path) 
         ConfigError, match=r"'eks-gpu-platfrom:production'.*did you mean eks-gpu-platform:production"
     ):
         _variant(tmp_path, "typo", "eks-gpu-platform:production: false", "eks-gpu-platfrom:production: false")
+
+
+def _arns(value: object) -> list[str]:
+    """Every ARN written anywhere in a resource's inputs."""
+    if isinstance(value, dict):
+        return [a for v in value.values() for a in _arns(v)]
+    if isinstance(value, list):
+        return [a for v in value for a in _arns(v)]
+    if isinstance(value, str) and value.startswith("arn:"):
+        return [value]
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            return _arns(json.loads(value))  # policy documents
+        except ValueError:
+            return []
+    return []
+
+
+def test_every_arn_the_program_writes_names_the_accounts_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In GovCloud (or China) an AWS managed policy or access policy named ``arn:aws:...`` does not
+    exist: the node role's attachments, the CloudWatch agent's, the admins' access policy all fail."""
+    from infra.tooling import offline
+
+    answer = offline._call
+
+    def call(token: str, args: dict) -> dict:
+        if token == "aws:index/getPartition:getPartition":
+            return {"partition": "aws-us-gov", "dnsSuffix": "amazonaws.com", "id": "aws-us-gov"}
+        return answer(token, args)
+
+    monkeypatch.setattr(offline, "_call", call)
+    gov = _variant(
+        tmp_path,
+        "gov",
+        "  aws:region: us-west-2\n",
+        "  aws:region: us-gov-west-1\n  eks-gpu-platform:clusterAdmins:\n"
+        "    - arn:aws-us-gov:iam::123456789012:role/github-deploy\n",
+    )
+    written = {a for r in gov.resources if r.custom or r.type == "eks:index:Cluster" for a in _arns(r.inputs)}
+    attached = {
+        r.inputs["policyArn"] for r in gov.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    }
+    assert "arn:aws-us-gov:iam::aws:policy/AmazonEKSWorkerNodePolicy" in attached
+    assert "arn:aws-us-gov:iam::aws:policy/CloudWatchAgentServerPolicy" in attached
+    made = {a for r in gov.resources for a in _arns(r.outputs)}  # the offline engine's, not the program's
+    assert [a for a in written - made if a.split(":")[1] != "aws-us-gov"] == []
