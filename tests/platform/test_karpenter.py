@@ -102,6 +102,17 @@ def test_gpu_limit_and_disruption_come_from_the_pool(stack: tuple[Any, Run]) -> 
     }
 
 
+def test_a_karpenter_node_is_never_expired_outside_the_pools_budget(stack: tuple[Any, Run]) -> None:
+    """Unset, the NodePool CRD defaults expireAfter to 720h (sigs.k8s.io/karpenter v1.15.0
+    pkg/apis/crds/karpenter.sh_nodepools.yaml:237), and the expiration controller deletes the NodeClaim
+    when it is due, with no disruption budget asked (pkg/controllers/nodeclaim/expiration/controller.go:72-82):
+    every GPU node, training or serving, would be drained after 30 days. A node group's nodes never
+    expire; Karpenter's are replaced only by the budgeted methods (drift, consolidation)."""
+    for pool in ("burst", "batch"):
+        template = _one(stack[1], "NodePool", f"gpu-{pool}")["spec"]["template"]["spec"]
+        assert template["expireAfter"] == "Never"
+
+
 def test_a_time_sliced_pool_tells_karpenter_its_slices_and_a_whole_gpu_pool_does_not(
     stack: tuple[Any, Run],
 ) -> None:
