@@ -43,22 +43,46 @@ def _ec2(partition: str, region: str, *kinds: str, account: str = "*") -> list[s
     return [f"arn:{partition}:ec2:{region}:{account}:{kind}/*" for kind in kinds]
 
 
+# What Karpenter launches and tags (pkg/utils/utils.go GetTags), in the order the template lists them.
+LAUNCHED = ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")
+# Read-only calls its controllers make whatever the settings (the template's ResourceDiscoveryPolicy).
+REGIONAL_READS = (
+    "ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances",
+    "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets",
+)  # fmt: skip
+
+
 def controller_policy(
     *, cluster_name: str, region: str, account_id: str, partition: str, queue_arn: str, node_role_arn: str
 ) -> dict[str, Any]:
-    """The controller's permissions, as Karpenter's template lists them: launches, tags and deletes only
-    what carries this cluster's ownership tag and a NodePool tag; passes only the Karpenter node role."""
-    owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned"}
-    owned_now = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
+    """The controller's permissions, statement for statement those of Karpenter v1.15's getting-started
+    template (NodeLifecycle, IAMIntegration, EKSIntegration, Interruption and ResourceDiscovery
+    policies; ZonalShift is left out: enableZonalShift is off): launches, tags and deletes only what
+    carries this cluster's ownership tag and a NodePool tag; passes only the Karpenter node role.
+
+    Tag keys are the ones v1.15 sets: ``karpenter.k8s.aws/ec2nodeclass`` and ``eks:eks-cluster-name``
+    on instance profiles (pkg/apis/v1/ec2nodeclass.go InstanceProfileTags), ``eks:eks-cluster-name``
+    on instances (nodeclaim/tagging/controller.go).
+    """
+    cluster_tag = f"kubernetes.io/cluster/{cluster_name}"
+    owned = {f"aws:RequestTag/{cluster_tag}": "owned", "aws:RequestTag/eks:eks-cluster-name": cluster_name}
+    owned_now = {f"aws:ResourceTag/{cluster_tag}": "owned"}
     nodepool_tag = {"aws:RequestTag/karpenter.sh/nodepool": "*"}
     nodepool_now = {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
     region_tag = {"aws:RequestTag/topology.kubernetes.io/region": region}
     region_now = {"aws:ResourceTag/topology.kubernetes.io/region": region}
-    launched = _ec2(partition, region, "fleet", "instance", "volume", "network-interface", "launch-template")
+    nodeclass_tag = {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}
+    nodeclass_now = {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"}
+    profiles = f"arn:{partition}:iam::{account_id}:instance-profile/*"
+    launched = _ec2(partition, region, *LAUNCHED)
     statements = [
-        ("AllowScopedEC2InstanceActions", ["ec2:RunInstances", "ec2:CreateFleet"],
+        ("AllowScopedEC2InstanceAccessActions", ["ec2:RunInstances", "ec2:CreateFleet"],
          [f"arn:{partition}:ec2:{region}::image/*", f"arn:{partition}:ec2:{region}::snapshot/*",
-          *_ec2(partition, region, "spot-instances-request", "security-group", "subnet", "launch-template")], None),
+          *_ec2(partition, region, "security-group", "subnet", "capacity-reservation", "placement-group")], None),
+        ("AllowScopedEC2LaunchTemplateAccessActions", ["ec2:RunInstances", "ec2:CreateFleet"],
+         _ec2(partition, region, "launch-template")[0], {"StringEquals": owned_now, "StringLike": nodepool_now}),
         ("AllowScopedEC2InstanceActionsWithTags", ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
          launched, {"StringEquals": owned, "StringLike": nodepool_tag}),
         ("AllowScopedResourceCreationTagging", "ec2:CreateTags", launched,
@@ -66,31 +90,29 @@ def controller_policy(
           "StringLike": nodepool_tag}),
         ("AllowScopedResourceTagging", "ec2:CreateTags", _ec2(partition, region, "instance")[0],
          {"StringEquals": owned_now, "StringLike": nodepool_now,
-          "ForAllValues:StringEquals": {"aws:TagKeys": ["karpenter.sh/nodeclaim", "Name"]}}),
+          "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster_name},
+          "ForAllValues:StringEquals": {"aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]}}),
         ("AllowScopedDeletion", ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
          _ec2(partition, region, "instance", "launch-template"), {"StringEquals": owned_now, "StringLike": nodepool_now}),
-        ("AllowRegionalReadActions",
-         ["ec2:DescribeAvailabilityZones", "ec2:DescribeImages", "ec2:DescribeInstances",
-          "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates",
-          "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
-         "*", {"StringEquals": {"aws:RequestedRegion": region}}),
-        ("AllowSSMReadActions", "ssm:GetParameter", f"arn:{partition}:ssm:{region}::parameter/aws/service/*", None),
-        ("AllowPricingReadActions", "pricing:GetProducts", "*", None),
-        ("AllowInterruptionQueueActions",
-         ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"], queue_arn, None),
         ("AllowPassingInstanceRole", "iam:PassRole", node_role_arn,
-         {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}),
-        ("AllowScopedInstanceProfileCreationActions", "iam:CreateInstanceProfile", "*",
-         {"StringEquals": {**owned, **region_tag}, "StringLike": {"aws:RequestTag/karpenter.sh/nodeclass": "*"}}),
-        ("AllowScopedInstanceProfileTagActions", "iam:TagInstanceProfile", "*",
+         {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}}),
+        ("AllowScopedInstanceProfileCreationActions", "iam:CreateInstanceProfile", profiles,
+         {"StringEquals": {**owned, **region_tag}, "StringLike": nodeclass_tag}),
+        ("AllowScopedInstanceProfileTagActions", "iam:TagInstanceProfile", profiles,
          {"StringEquals": {**owned_now, **region_now, **owned, **region_tag},
-          "StringLike": {"aws:ResourceTag/karpenter.sh/nodeclass": "*", "aws:RequestTag/karpenter.sh/nodeclass": "*"}}),
+          "StringLike": {**nodeclass_now, **nodeclass_tag}}),
         ("AllowScopedInstanceProfileActions",
-         ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"], "*",
-         {"StringEquals": {**owned_now, **region_now}, "StringLike": {"aws:ResourceTag/karpenter.sh/nodeclass": "*"}}),
-        ("AllowInstanceProfileReadActions", "iam:GetInstanceProfile", "*", None),
+         ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"], profiles,
+         {"StringEquals": {**owned_now, **region_now}, "StringLike": nodeclass_now}),
         ("AllowAPIServerEndpointDiscovery", "eks:DescribeCluster",
          f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}", None),
+        ("AllowInterruptionQueueActions",
+         ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"], queue_arn, None),
+        ("AllowRegionalReadActions", list(REGIONAL_READS), "*", {"StringEquals": {"aws:RequestedRegion": region}}),
+        ("AllowSSMReadActions", "ssm:GetParameter", f"arn:{partition}:ssm:{region}::parameter/aws/service/*", None),
+        ("AllowPricingReadActions", "pricing:GetProducts", "*", None),
+        ("AllowUnscopedInstanceProfileListAction", "iam:ListInstanceProfiles", "*", None),
+        ("AllowInstanceProfileReadActions", "iam:GetInstanceProfile", profiles, None),
     ]  # fmt: skip
     return {
         "Version": "2012-10-17",

@@ -38,6 +38,10 @@ CLUSTER_SG_TAG = "aws:eks:cluster-name"
 # Karpenter's consolidateAfter (karpenter.sh_nodepools.yaml): whole s, m, h parts only.
 CONSOLIDATE_AFTER = r"^([0-9]+(s|m|h))+$"
 BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
+# Nodes are replaced only by budgeted disruption (drift, consolidation), as a node group's are never
+# expired: unset, the CRD defaults expireAfter to 720h and the expiration controller then deletes the
+# NodeClaim without asking the budget (sigs.k8s.io/karpenter pkg/controllers/nodeclaim/expiration).
+EXPIRE_AFTER = "Never"
 
 
 def name(pool: str) -> str:
@@ -90,6 +94,7 @@ def nodepool(
                     },
                     "taints": [placement.node_taint()],
                     "requirements": requirements,
+                    "expireAfter": EXPIRE_AFTER,
                 },
             },
             # Counted in what a node advertises: time-sliced slots on a shared pool (the overlay says so).

@@ -102,6 +102,17 @@ def test_gpu_limit_and_disruption_come_from_the_pool(stack: tuple[Any, Run]) -> 
     }
 
 
+def test_a_karpenter_node_is_never_expired_outside_the_pools_budget(stack: tuple[Any, Run]) -> None:
+    """Unset, the NodePool CRD defaults expireAfter to 720h (sigs.k8s.io/karpenter v1.15.0
+    pkg/apis/crds/karpenter.sh_nodepools.yaml:237), and the expiration controller deletes the NodeClaim
+    when it is due, with no disruption budget asked (pkg/controllers/nodeclaim/expiration/controller.go:72-82):
+    every GPU node, training or serving, would be drained after 30 days. A node group's nodes never
+    expire; Karpenter's are replaced only by the budgeted methods (drift, consolidation)."""
+    for pool in ("burst", "batch"):
+        template = _one(stack[1], "NodePool", f"gpu-{pool}")["spec"]["template"]["spec"]
+        assert template["expireAfter"] == "Never"
+
+
 def test_a_time_sliced_pool_tells_karpenter_its_slices_and_a_whole_gpu_pool_does_not(
     stack: tuple[Any, Run],
 ) -> None:
@@ -359,3 +370,65 @@ def test_an_existing_vpcs_private_subnets_get_the_discovery_tag() -> None:
     tags = [t.inputs for t in run.of_type("aws:ec2/tag:Tag") if t.inputs["key"] == nodepool.DISCOVERY_TAG]
     assert sorted(t["resourceId"] for t in tags) == subnets
     assert {t["value"] for t in tags} == {"eks-gpu-platform-dev"}
+
+
+def _allowing(action: str) -> list[dict[str, Any]]:
+    statements = controller_policy(**POLICY_ARGS)["Statement"]
+    return [
+        s for s in statements if action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    ]
+
+
+def test_the_controller_may_make_the_node_class_instance_profile_karpenter_tags() -> None:
+    """Karpenter v1.15 tags the instance profile it makes for an EC2NodeClass with
+    karpenter.k8s.aws/ec2nodeclass and eks:eks-cluster-name (karpenter-provider-aws
+    pkg/apis/v1/ec2nodeclass.go:581 InstanceProfileTags, labels.go:170); a condition on any other
+    key denies CreateInstanceProfile, the node class never gets Ready and no GPU node launches."""
+    request = {
+        "kubernetes.io/cluster/eks-gpu-platform-dev": "owned",
+        "eks:eks-cluster-name": "eks-gpu-platform-dev",
+        "karpenter.k8s.aws/ec2nodeclass": "gpu-train",
+        "topology.kubernetes.io/region": "us-west-2",
+    }
+    for action in ("iam:CreateInstanceProfile", "iam:TagInstanceProfile"):
+        for statement in _allowing(action):
+            for values in statement["Condition"].values():
+                for key in (k for k in values if k.startswith("aws:RequestTag/")):
+                    assert key.removeprefix("aws:RequestTag/") in request, (action, key)
+        assert all(
+            s["Resource"].startswith("arn:aws:iam::123456789012:instance-profile/") for s in _allowing(action)
+        )
+
+
+def test_the_controller_may_tag_its_instances_as_karpenter_does() -> None:
+    """The NodeClaim tagging controller sets Name, karpenter.sh/nodeclaim and eks:eks-cluster-name in
+    one CreateTags (pkg/controllers/nodeclaim/tagging/controller.go:107-109)."""
+    (statement,) = [s for s in _allowing("ec2:CreateTags") if "aws:TagKeys" in json.dumps(s)]
+    keys = statement["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
+    assert {"Name", "karpenter.sh/nodeclaim", "eks:eks-cluster-name"} <= set(keys)
+
+
+def test_the_controller_may_call_what_karpenter_v1_15_always_calls() -> None:
+    """Controllers that run whatever the settings: instance status (controllers.go:117,
+    providers/instancestatus DescribeInstanceStatus), instance profile garbage collection
+    (controllers.go:121, instanceprofile.go:217 ListInstanceProfiles)."""
+    for action in (
+        "ec2:DescribeInstanceStatus",
+        "iam:ListInstanceProfiles",
+        "ec2:DescribeCapacityReservations",
+    ):
+        assert _allowing(action), action
+
+
+def test_the_controller_gets_no_more_than_karpenters_template_lists() -> None:
+    """Least privilege: the queue's attributes are not read, launch templates are used only when they
+    carry this cluster's tags, instance profiles only in this account (v1.15 cloudformation.yaml)."""
+    assert not _allowing("sqs:GetQueueAttributes")
+    unscoped = [s for s in _allowing("ec2:RunInstances") if "Condition" not in s]
+    assert all("launch-template" not in json.dumps(s["Resource"]) for s in unscoped)
+    assert all(s["Resource"] != "*" for s in _allowing("iam:GetInstanceProfile"))
+
+
+def test_the_controller_may_pass_the_node_role_in_every_partition() -> None:
+    (statement,) = _allowing("iam:PassRole")
+    assert "ec2.amazonaws.com.cn" in statement["Condition"]["StringEquals"]["iam:PassedToService"]
