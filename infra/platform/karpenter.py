@@ -18,7 +18,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from infra.platform import nodepool
+from infra.platform import iam, nodepool
 from infra.platform.config import PlatformConfig, Pool
 from infra.platform.iam import POD_IDENTITY_TRUST_POLICY, node_role
 from infra.platform.network import Network
@@ -276,14 +276,14 @@ def karpenter(
         )
         aws.cloudwatch.EventTarget(f"{name}-{rule_name}", rule=rule.name, arn=queue.arn, opts=opts)
     invoke = pulumi.InvokeOutputOptions(parent=opts.parent)
-    account, partition = aws.get_caller_identity_output(opts=invoke), aws.get_partition_output(opts=invoke)
+    account = aws.get_caller_identity_output(opts=invoke)
     controller = aws.iam.Role(
         f"{name}-controller", assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts
     )
     policy = aws.iam.RolePolicy(
         f"{name}-controller",
         role=controller.id,
-        policy=pulumi.Output.all(account.account_id, partition.partition, queue.arn, role.arn).apply(
+        policy=pulumi.Output.all(account.account_id, iam.partition(opts), queue.arn, role.arn).apply(
             lambda a: json.dumps(
                 controller_policy(
                     cluster_name=cluster_name,

@@ -89,13 +89,6 @@ def test_every_rule_gives_a_finding_or_passes_on_any_node_group(props: dict[str,
     assert all(isinstance(v.message, str) and v.message for v in found)
 
 
-@pytest.fixture(scope="module")
-def analyzer() -> Any:
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        _, policies = crossguard.pack_module(monkeypatch)
-    return crossguard.servicer(policies)
-
-
 @settings(
     max_examples=100,
     deadline=None,

@@ -126,13 +126,6 @@ def test_every_rule_gives_a_finding_or_passes_on_any_workload(found: tuple[str, 
     assert all(v.message for v in check([NODE_GROUP, (kind, "w", props)]))
 
 
-@pytest.fixture(scope="module")
-def analyzer() -> Any:
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        _, policies = crossguard.pack_module(monkeypatch)
-    return crossguard.servicer(policies)
-
-
 @settings(
     max_examples=100,
     deadline=None,
