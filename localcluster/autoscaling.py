@@ -28,7 +28,7 @@ from localcluster import chart_args, services
 from localcluster.aws_seed import SeededGroup, seed
 from localcluster.cluster import BIN, HOST, KUBECONFIG, RUN, ClusterError, _get, free_port
 from localcluster.kube import Kube
-from localcluster.nodes import RELEASE, mirror
+from localcluster.nodes import NODE_GROUP, RELEASE, mirror
 from localcluster.registrar import Registrar
 
 MOTO, AUTOSCALER = "moto", "cluster-autoscaler"
@@ -179,7 +179,7 @@ def running(run: Run, region: str, kube: Kube) -> Iterator[Autoscaling]:
         configmap = chart_args.priority_configmap(values, NAMESPACE)
         if configmap:
             kube.apply(configmap)
-        gpu = {name: mirror(run.one("aws:eks/nodeGroup:NodeGroup", name), run, 0) for name in seeded}
+        gpu = {name: mirror(run.one(NODE_GROUP, name), run, 0) for name in seeded}
         registrar = Registrar(
             kube, partial(boto3_client, endpoint, region), seeded, {k: v for k, v in gpu.items() if v.gpus}
         )

@@ -21,10 +21,10 @@ import yaml
 
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.node_pools import DEVICE_PLUGIN_CONFIG_LABEL, ephemeral_storage
+from infra.tooling.agents import NODE_GROUP
 from infra.tooling.offline import Registration, Run
 from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
