@@ -36,8 +36,8 @@ from pydantic_core import PydanticCustomError
 from infra.platform import nodepool
 from infra.platform.addons import ADDON_VERSIONS
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
-from infra.platform.network import subnet_layout
 from infra.platform.node_pools import SYSTEM_LABEL, WHOLE_GPUS
+from infra.platform.subnets import subnet_layout
 from infra.workloads.durations import go_duration_seconds
 from infra.workloads.placement import CAPACITY_TYPES, GpuPool, Placement, PlacementError
 
