@@ -74,3 +74,33 @@ def node_role(
         for policy in NODE_MANAGED_POLICIES
     )
     return role, attachments
+
+
+def account_id(opts: pulumi.ResourceOptions) -> pulumi.Output[str]:
+    """The deploying account's ID, which a controller's policy names in its ARNs."""
+    return aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=opts.parent)).account_id
+
+
+def pod_identity(
+    name: str,
+    *,
+    role: str,
+    policy: str,
+    document: pulumi.Input[str],
+    cluster_name: str,
+    service_account: tuple[str, str],
+    opts: pulumi.ResourceOptions,
+) -> tuple[aws.iam.Role, list[pulumi.Resource]]:
+    """A role the pods of ``service_account`` (namespace, name) assume through EKS Pod Identity,
+    with the inline policy ``document``: the role, and what a release using it must wait for."""
+    identity = aws.iam.Role(role, assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts)
+    inline = aws.iam.RolePolicy(policy, role=identity.id, policy=document, opts=opts)
+    association = aws.eks.PodIdentityAssociation(
+        f"{name}-identity",
+        cluster_name=cluster_name,
+        namespace=service_account[0],
+        service_account=service_account[1],
+        role_arn=identity.arn,
+        opts=opts,
+    )
+    return identity, [association, inline]

@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from infra.platform import iam, nodepool
 from infra.platform.config import PlatformConfig, Pool
-from infra.platform.iam import POD_IDENTITY_TRUST_POLICY, node_role
+from infra.platform.iam import node_role
 from infra.platform.network import Network
 from infra.platform.node_group import METADATA_OPTIONS, ROOT_DEVICE, ROOT_VOLUME
 from infra.platform.node_pools import SYSTEM_LABELS
@@ -275,41 +275,30 @@ def karpenter(
             f"{name}-{rule_name}", event_pattern=json.dumps(event_pattern(source, detail_type)), opts=opts
         )
         aws.cloudwatch.EventTarget(f"{name}-{rule_name}", rule=rule.name, arn=queue.arn, opts=opts)
-    invoke = pulumi.InvokeOutputOptions(parent=opts.parent)
-    account = aws.get_caller_identity_output(opts=invoke)
-    controller = aws.iam.Role(
-        f"{name}-controller", assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts
-    )
-    policy = aws.iam.RolePolicy(
-        f"{name}-controller",
-        role=controller.id,
-        policy=pulumi.Output.all(account.account_id, iam.partition(opts), queue.arn, role.arn).apply(
-            lambda a: json.dumps(
-                controller_policy(
-                    cluster_name=cluster_name,
-                    region=region,
-                    account_id=a[0],
-                    partition=a[1],
-                    queue_arn=a[2],
-                    node_role_arn=a[3],
-                )
+    document = pulumi.Output.all(iam.account_id(opts), iam.partition(opts), queue.arn, role.arn).apply(
+        lambda a: json.dumps(
+            controller_policy(
+                cluster_name=cluster_name,
+                region=region,
+                account_id=a[0],
+                partition=a[1],
+                queue_arn=a[2],
+                node_role_arn=a[3],
             )
-        ),
-        opts=opts,
+        )
     )
-    association = aws.eks.PodIdentityAssociation(
-        f"{name}-identity",
+    _, identity = iam.pod_identity(
+        name,
+        role=f"{name}-controller",
+        policy=f"{name}-controller",
+        document=document,
         cluster_name=cluster_name,
-        namespace=NAMESPACE,
-        service_account=SERVICE_ACCOUNT,
-        role_arn=controller.arn,
+        service_account=(NAMESPACE, SERVICE_ACCOUNT),
         opts=opts,
     )
     # The CRD chart keeps the CRDs current on upgrades (Helm never upgrades a chart's crds/ folder).
     crds = _release(f"{name}-crd", CRD_CHART, {}, k8s_opts)
-    after = pulumi.ResourceOptions(
-        depends_on=[crds, association, policy, pod_identity_agent, access, *attachments]
-    )
+    after = pulumi.ResourceOptions(depends_on=[crds, *identity, pod_identity_agent, access, *attachments])
     release = _release(
         name,
         CHART,
