@@ -11,7 +11,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from infra.platform.config import allowed, json_schema, literal, resolve
+from infra.platform.config import json_schema, resolve, words
+from infra.platform.config_words import literal
 
 CONFIGURATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
@@ -45,7 +46,7 @@ def _rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, st
             yield (
                 key,
                 default or _code(node.get("default")),
-                DOC_ALLOWED.get(key) or allowed(node, _code),
+                DOC_ALLOWED.get(key) or words().allowed(node, _code),
                 what,
             )
 
