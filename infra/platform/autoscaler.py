@@ -175,14 +175,8 @@ def autoscaler(
     document = pulumi.Output.all(iam.account_id(opts), iam.partition(opts)).apply(
         lambda a: json.dumps(iam_policy(cluster_name, region, a[0], a[1]))
     )
-    _, identity = iam.pod_identity(
-        name,
-        role=f"{name}-role",
-        policy=f"{name}-policy",
-        document=document,
-        cluster_name=cluster_name,
-        service_account=(NAMESPACE, SERVICE_ACCOUNT),
-        opts=opts,
+    identity = iam.pod_identity(
+        name, (f"{name}-role", f"{name}-policy"), document, (cluster_name, NAMESPACE, SERVICE_ACCOUNT), opts
     )
     after = pulumi.ResourceOptions(depends_on=[*identity, pod_identity_agent])
     return helm_release(

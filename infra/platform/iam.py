@@ -40,6 +40,23 @@ NODE_MANAGED_POLICIES: tuple[str, ...] = (
 )
 
 
+def policy_document(statements: list[tuple[str, Any, Any, Any]]) -> dict[str, Any]:
+    """An IAM policy of Allow statements, each (Sid, Action, Resource, Condition or None)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": sid,
+                "Effect": "Allow",
+                "Action": action,
+                "Resource": resource,
+                **({"Condition": c} if c else {}),
+            }
+            for sid, action, resource, c in statements
+        ],
+    }
+
+
 def partition(opts: pulumi.ResourceOptions) -> pulumi.Output[str]:
     """The deploying account's partition (``aws``, ``aws-us-gov``, ``aws-cn``): every ARN names it."""
     return aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=opts.parent)).partition
@@ -83,24 +100,24 @@ def account_id(opts: pulumi.ResourceOptions) -> pulumi.Output[str]:
 
 def pod_identity(
     name: str,
-    *,
-    role: str,
-    policy: str,
+    role_and_policy: tuple[str, str],
     document: pulumi.Input[str],
-    cluster_name: str,
-    service_account: tuple[str, str],
+    service_account: tuple[str, str, str],
     opts: pulumi.ResourceOptions,
-) -> tuple[aws.iam.Role, list[pulumi.Resource]]:
-    """A role the pods of ``service_account`` (namespace, name) assume through EKS Pod Identity,
-    with the inline policy ``document``: the role, and what a release using it must wait for."""
-    identity = aws.iam.Role(role, assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts)
-    inline = aws.iam.RolePolicy(policy, role=identity.id, policy=document, opts=opts)
+) -> list[pulumi.Resource]:
+    """A role (with the inline policy ``document``) that the pods of ``service_account`` (cluster,
+    namespace, name) assume through EKS Pod Identity: what a release using it must wait for."""
+    role = aws.iam.Role(
+        role_and_policy[0], assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts
+    )
+    inline = aws.iam.RolePolicy(role_and_policy[1], role=role.id, policy=document, opts=opts)
+    cluster_name, namespace, account = service_account
     association = aws.eks.PodIdentityAssociation(
         f"{name}-identity",
         cluster_name=cluster_name,
-        namespace=service_account[0],
-        service_account=service_account[1],
-        role_arn=identity.arn,
+        namespace=namespace,
+        service_account=account,
+        role_arn=role.arn,
         opts=opts,
     )
-    return identity, [association, inline]
+    return [association, inline]

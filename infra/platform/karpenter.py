@@ -58,14 +58,9 @@ def controller_policy(
     *, cluster_name: str, region: str, account_id: str, partition: str, queue_arn: str, node_role_arn: str
 ) -> dict[str, Any]:
     """The controller's permissions, statement for statement those of Karpenter v1.15's getting-started
-    template (NodeLifecycle, IAMIntegration, EKSIntegration, Interruption and ResourceDiscovery
-    policies; ZonalShift is left out: enableZonalShift is off): launches, tags and deletes only what
-    carries this cluster's ownership tag and a NodePool tag; passes only the Karpenter node role.
-
-    Tag keys are the ones v1.15 sets: ``karpenter.k8s.aws/ec2nodeclass`` and ``eks:eks-cluster-name``
-    on instance profiles (pkg/apis/v1/ec2nodeclass.go InstanceProfileTags), ``eks:eks-cluster-name``
-    on instances (nodeclaim/tagging/controller.go).
-    """
+    template (its policies but ZonalShift: enableZonalShift is off): launches, tags and deletes only
+    what carries this cluster's ownership tag and a NodePool tag; passes only the Karpenter node role.
+    Tag keys as v1.15 sets them (pkg/apis/v1/ec2nodeclass.go InstanceProfileTags, nodeclaim/tagging)."""
     cluster_tag = f"kubernetes.io/cluster/{cluster_name}"
     owned = {f"aws:RequestTag/{cluster_tag}": "owned", "aws:RequestTag/eks:eks-cluster-name": cluster_name}
     owned_now = {f"aws:ResourceTag/{cluster_tag}": "owned"}
@@ -114,19 +109,7 @@ def controller_policy(
         ("AllowUnscopedInstanceProfileListAction", "iam:ListInstanceProfiles", "*", None),
         ("AllowInstanceProfileReadActions", "iam:GetInstanceProfile", profiles, None),
     ]  # fmt: skip
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": sid,
-                "Effect": "Allow",
-                "Action": action,
-                "Resource": resource,
-                **({"Condition": c} if c else {}),
-            }
-            for sid, action, resource, c in statements
-        ],
-    }
+    return iam.policy_document(statements)
 
 
 def queue_policy(queue_arn: str) -> dict[str, Any]:
@@ -234,23 +217,11 @@ def _release(
     )
 
 
-def karpenter(
-    name: str,
-    config: PlatformConfig,
-    net: Network,
-    *,
-    tagged_subnets: int,
-    pod_identity_agent: pulumi.Resource,
-    opts: pulumi.ResourceOptions,
-    k8s_opts: pulumi.ResourceOptions,
-) -> Sequence[k8s.apiextensions.CustomResource]:
-    """Everything Karpenter needs, then one NodePool (with its node class) per Karpenter pool."""
-    cluster_name, region = config.cluster_name, config.region
-    role, attachments = node_role(f"{name}-node", opts)
-    access = aws.eks.AccessEntry(
-        f"{name}-node-access", cluster_name=cluster_name, principal_arn=role.arn, type="EC2_LINUX", opts=opts
-    )
-    for index in range(tagged_subnets):  # an existing VPC's private subnets: Karpenter finds them by this tag
+def _tag_subnets(
+    name: str, net: Network, count: int, cluster_name: str, opts: pulumi.ResourceOptions
+) -> None:
+    """An existing VPC's private subnets get the tag by which Karpenter finds them."""
+    for index in range(count):
         aws.ec2.Tag(
             f"{name}-subnet-{index}",
             resource_id=pulumi.Output.from_input(net.private_subnet_ids).apply(lambda ids, i=index: ids[i]),
@@ -258,6 +229,10 @@ def karpenter(
             value=cluster_name,
             opts=opts,
         )
+
+
+def _interruption_queue(name: str, opts: pulumi.ResourceOptions) -> aws.sqs.Queue:
+    """The queue Karpenter reads spot interruptions, rebalances, health and state changes from."""
     queue = aws.sqs.Queue(
         f"{name}-interruptions",
         message_retention_seconds=QUEUE_RETENTION_SECONDS,
@@ -275,6 +250,27 @@ def karpenter(
             f"{name}-{rule_name}", event_pattern=json.dumps(event_pattern(source, detail_type)), opts=opts
         )
         aws.cloudwatch.EventTarget(f"{name}-{rule_name}", rule=rule.name, arn=queue.arn, opts=opts)
+    return queue
+
+
+def karpenter(
+    name: str,
+    config: PlatformConfig,
+    net: Network,
+    *,
+    tagged_subnets: int,
+    pod_identity_agent: pulumi.Resource,
+    opts: pulumi.ResourceOptions,
+    k8s_opts: pulumi.ResourceOptions,
+) -> Sequence[k8s.apiextensions.CustomResource]:
+    """Everything Karpenter needs, then one NodePool (with its node class) per Karpenter pool."""
+    cluster_name, region = config.cluster_name, config.region
+    role, attachments = node_role(f"{name}-node", opts)
+    access = aws.eks.AccessEntry(
+        f"{name}-node-access", cluster_name=cluster_name, principal_arn=role.arn, type="EC2_LINUX", opts=opts
+    )
+    _tag_subnets(name, net, tagged_subnets, cluster_name, opts)
+    queue = _interruption_queue(name, opts)
     document = pulumi.Output.all(iam.account_id(opts), iam.partition(opts), queue.arn, role.arn).apply(
         lambda a: json.dumps(
             controller_policy(
@@ -287,14 +283,12 @@ def karpenter(
             )
         )
     )
-    _, identity = iam.pod_identity(
+    identity = iam.pod_identity(
         name,
-        role=f"{name}-controller",
-        policy=f"{name}-controller",
-        document=document,
-        cluster_name=cluster_name,
-        service_account=(NAMESPACE, SERVICE_ACCOUNT),
-        opts=opts,
+        (f"{name}-controller", f"{name}-controller"),
+        document,
+        (cluster_name, NAMESPACE, SERVICE_ACCOUNT),
+        opts,
     )
     # The CRD chart keeps the CRDs current on upgrades (Helm never upgrades a chart's crds/ folder).
     crds = _release(f"{name}-crd", CRD_CHART, {}, k8s_opts)
