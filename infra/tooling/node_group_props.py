@@ -114,15 +114,13 @@ def _taint_problems(index: int, taint: Any) -> Iterator[str]:
 
 
 def _label_problems(given: Any) -> Iterator[str]:
-    if given is None:
-        return
-    if not isinstance(given, Mapping):
+    if given is not None and not isinstance(given, Mapping):
         yield f"labels must be a map of text to text, got {given!r}"
-        return
-    for key, value in given.items():
-        if value is not None and not isinstance(value, str):
-            quoted = f' (in quotes: "{str(value).lower()}")' if isinstance(value, bool) else ""
-            yield f"labels.{key} must be text{quoted}, got {value!r}"
+    elif given:
+        for key, value in given.items():
+            if value is not None and not isinstance(value, str):
+                quoted = f' (in quotes: "{str(value).lower()}")' if isinstance(value, bool) else ""
+                yield f"labels.{key} must be text{quoted}, got {value!r}"
 
 
 def _scaling_problems(given: Any) -> Iterator[str]:
