@@ -10,6 +10,7 @@ rules: docs/decisions/0040-agent-placement.md.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -126,23 +127,28 @@ def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
     return isinstance(ami_type, str) and bool(GPU_AMI_WORDS & set(ami_type.upper().split("_")))
 
 
+def _type_node(name: str, t: str, labels: Mapping[str, str], gpus: int | None, eks_taints: Any = ()) -> Node:
+    """A node of instance type ``t`` advertising ``gpus`` (default: the type's own), arm64 on Graviton."""
+    return Node.from_node_group(
+        f"{name}/{t}",
+        labels=labels,
+        eks_taints=eks_taints,
+        instance_type=t,
+        arch="arm64" if t in ARM_NVIDIA or t in ARM_SYSTEM else "amd64",
+        gpus=gpus if gpus is not None else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
+    )
+
+
 def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
     """A node group's nodes, one per instance type, offering what a real one would.
 
     A pool's ``nvidia.com/gpu`` is what its node group tells the autoscaler
     (``node-template/resources``: GPUs x time-slicing replicas), else the type's GPUs.
     """
+    labels, taints = node_group_props.labels(props), node_group_props.taints(props)
     advertised = node_group_props.advertised_gpus(props)
     return tuple(
-        Node.from_node_group(
-            f"{name}/{t}",
-            labels=node_group_props.labels(props),
-            eks_taints=node_group_props.taints(props),
-            instance_type=t,
-            arch="arm64" if t in ARM_NVIDIA or t in ARM_SYSTEM else "amd64",
-            gpus=advertised if advertised is not None else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
-        )
-        for t in node_group_props.instance_types(props)
+        _type_node(name, t, labels, advertised, taints) for t in node_group_props.instance_types(props)
     )
 
 
@@ -169,55 +175,36 @@ def nodepool_nodes(name: str, props: Mapping[str, Any], gpus: int | None = None)
     """A Karpenter NodePool's nodes, one per instance type it may launch: its template's labels and taints;
     ``gpus``: what a NodeOverlay says they advertise, else the type's GPUs."""
     labels, taints, types = nodepool_template(props)
-    nodes = []
-    for t in types:
-        node = Node.from_node_group(
-            f"{name}/{t}",
-            labels={**labels, "karpenter.sh/nodepool": nodepool_name(name, props)},
-            instance_type=t,
-            arch="arm64" if t in ARM_NVIDIA or t in ARM_SYSTEM else "amd64",
-            gpus=gpus if gpus is not None else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
-        )
-        nodes.append(
-            Node(name=node.name, labels=node.labels, taints=tuple(taints), allocatable=node.allocatable)
-        )
-    return tuple(nodes)
+    labels = {**labels, "karpenter.sh/nodepool": nodepool_name(name, props)}
+    return tuple(dataclasses.replace(_type_node(name, t, labels, gpus), taints=tuple(taints)) for t in types)
+
+
+def _nodes_of(typ: str, name: str, props: Mapping[str, Any], slots: Mapping[str, int]) -> tuple[Node, ...]:
+    if typ == NODEPOOL:
+        return nodepool_nodes(name, props, slots.get(nodepool_name(name, props)))
+    return group_nodes(name, props) if typ == NODE_GROUP else ()
 
 
 def declared_nodes(resources: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[Node]:
     """One node per node group or NodePool and instance type, offering what a real one would."""
     slots = overlay_gpus(resources)
-    return [
-        node
-        for typ, name, props in resources
-        for node in (
-            group_nodes(name, props)
-            if typ == NODE_GROUP
-            else nodepool_nodes(name, props, slots.get(nodepool_name(name, props)))
-            if typ == NODEPOOL
-            else ()
-        )
-    ]
+    return [node for typ, name, props in resources for node in _nodes_of(typ, name, props, slots)]
 
 
 def groups_of(resources: Iterable[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Group]:
     """The stack's node groups and Karpenter NodePools as nodes carrying exactly the declared labels and taints."""
     resources = list(resources)
     slots = overlay_gpus(resources)
+    gpu = {
+        NODE_GROUP: lambda p: (
+            is_gpu_node_group(p) or node_group_props.labels(p).get(placement.key) == placement.value
+        ),
+        NODEPOOL: is_gpu_nodepool,
+    }
     groups = [
-        Group(
-            name,
-            is_gpu_node_group(props) or node_group_props.labels(props).get(placement.key) == placement.value,
-            group_nodes(name, props),
-        )
+        Group(name, gpu[typ](props), _nodes_of(typ, name, props, slots))
         for typ, name, props in resources
-        if typ == NODE_GROUP
-    ] + [
-        Group(
-            name, is_gpu_nodepool(props), nodepool_nodes(name, props, slots.get(nodepool_name(name, props)))
-        )
-        for typ, name, props in resources
-        if typ == NODEPOOL
+        if typ in gpu
     ]
     return sorted(groups, key=lambda g: g.name)
 
