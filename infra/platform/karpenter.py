@@ -19,6 +19,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from infra.platform import iam, nodepool
+from infra.platform.addons import helm_release
 from infra.platform.config import PlatformConfig, Pool
 from infra.platform.iam import node_role
 from infra.platform.network import Network
@@ -202,16 +203,13 @@ def _custom_resource(
 def _release(
     name: str, chart: str, values: Any, opts: pulumi.ResourceOptions, **extra: Any
 ) -> k8s.helm.v3.Release:
-    return k8s.helm.v3.Release(
+    return helm_release(
         name,
-        name=chart,
-        chart=f"{REPOSITORY}/{chart}",  # an OCI chart: no repository to add
+        chart,
+        REPOSITORY,
         version=nodepool.VERSION,
         namespace=NAMESPACE,
         values=values,
-        atomic=True,
-        cleanup_on_fail=True,
-        timeout=600,
         opts=opts,
         **extra,
     )
