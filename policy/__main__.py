@@ -1,10 +1,4 @@
-"""CrossGuard pack: the rules of infra.tooling.policy_rules, each stack judged by the contract it declares.
-
-Rules whose verdict depends on the contract are stack policies; the security baseline stays
-a resource policy. Stack rules get plain data, unknowns as None; per-resource rules keep
-pulumi_policy's proxy. Config: per-policy levels, and ``placement`` to override the stack's
-contract. Why: docs/decisions/0034-policy-pack-stack-contract.md.
-"""
+"""CrossGuard pack: the rules of infra.tooling.policy_rules, each stack judged by the contract it declares."""
 
 from __future__ import annotations
 
@@ -49,11 +43,7 @@ CONFIG_SCHEMA = PolicyConfigSchema(
 
 
 def plain(value: Any) -> Any:
-    """``value`` without pulumi_policy's unknown-checking proxies, every unknown turned into None.
-
-    The proxies are a ``Mapping`` and a ``Sequence`` that raise ``UnknownValueError`` for an
-    unknown item; a bare value is checked by the same public proxy, so no private name is read.
-    """
+    """``value`` without pulumi_policy's unknown-checking proxies, every unknown turned into None."""
     if isinstance(value, Mapping):
         return {key: plain(_known(value, key)) for key in value}
     if isinstance(value, Sequence) and not isinstance(value, str):

@@ -1,11 +1,4 @@
-"""EKS add-ons pinned per Kubernetes version, and pinned Helm charts: no diff when nothing changed.
-
-pulumi-eks, left alone, takes the newest add-on version on every run (``getAddonVersion(mostRecent)``
-in ``nodejs/eks/cluster/cluster.ts``), so a new eksbuild shows up as a diff nobody asked for. The
-minors with a row here are the ones the stack config accepts. Versions are the AWS EKS user guide's
-tables, ``describe-addon-versions`` (2026-09) and the charts' versions; ``bin/check-addon-versions``
-asks AWS for every row (the pull-request workflow runs it before ``pulumi preview``).
-"""
+"""EKS add-ons pinned per Kubernetes version, and pinned Helm charts: no diff when nothing changed."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""Typed, validated stack config: every setting checked before any resource is declared.
-
-One pydantic model per config section; the field types (:mod:`infra.platform.config_types`)
-put every constraint in the JSON schema, which generates docs/configuration.md
-(docs/decisions/0020). A refusal names the key as the stack file spells it, says in words what
-it allows and the value given: one formatter reads the schema for both
-(:mod:`infra.platform.config_words`, docs/decisions/0050). The validators here are the checks
-between settings. :func:`load` reads plain data; :func:`from_pulumi` adapts.
-"""
+"""Typed, validated stack config: every setting checked before any resource is declared."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The configuration reference in docs/configuration.md, generated from the config's JSON schema.
-
-``python -m infra.platform.config_docs [--write]`` prints the table [or replaces it in the doc];
-tests/platform/test_config_docs.py fails when the doc's copy drifts from the models.
-"""
+"""The configuration reference in docs/configuration.md, generated from the config's JSON schema."""
 
 from __future__ import annotations
 

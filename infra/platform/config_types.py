@@ -1,10 +1,4 @@
-"""The config schema's vocabulary: the field types whose constraints the JSON schema states.
-
-Each type carries its constraint where pydantic and the schema see it (``Field`` bounds,
-patterns with their ``x-allowed`` words, formats); the few checks pydantic has no type for
-(Go durations, host bits, repeats) are validators here. Models: :mod:`infra.platform.config`;
-the words every refusal and the reference say: :mod:`infra.platform.config_words`.
-"""
+"""The config schema's vocabulary: the field types whose constraints the JSON schema states."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""The one formatter of the config's words: what a setting allows, read from the JSON schema.
-
-docs/configuration.md (:mod:`infra.platform.config_docs`) and every refusal say what a key
-allows in the same words, taken from the schema node: enums, bounds, formats, and for a
-pattern its ``x-allowed`` words and example, never the expression (docs/decisions/0050).
-Pydantic's own text only names the constraint, so a refusal shows ours: the key as the stack
-file spells it, the allowed words, the value given, and a hint for a known mistake.
-"""
+"""The one formatter of the config's words: what a setting allows, read from the JSON schema."""
 
 from __future__ import annotations
 

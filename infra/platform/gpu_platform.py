@@ -1,10 +1,4 @@
-"""The GPU platform: network, cluster, system node group, GPU pools, add-ons, device plugin, autoscaler.
-
-``GpuPlatform`` declares it all from a validated :class:`PlatformConfig`, as
-children of one ``eks-gpu:index:GpuPlatform`` component; the root ``__main__.py`` only reads
-config, calls it and exports what consumer stacks need. The GPU pools are walked once,
-from ``config.pools`` (each pool's contract with its node group's settings) to resources.
-"""
+"""The GPU platform: network, cluster, system node group, GPU pools, add-ons, device plugin, autoscaler."""
 
 from __future__ import annotations
 

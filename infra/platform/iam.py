@@ -72,13 +72,7 @@ def in_partition(arn: str, partition: pulumi.Input[str]) -> pulumi.Output[str]:
 def node_role(
     name: str, opts: pulumi.ResourceOptions
 ) -> tuple[aws.iam.Role, tuple[aws.iam.RolePolicyAttachment, ...]]:
-    """One role for both node groups (both need exactly the same permissions), and its policy attachments.
-
-    Node groups must depend on the attachments, not only on the role: created
-    after them, deleted before them, or EKS cannot clean up the group's EC2
-    instances and network interfaces (terraform-provider-aws, docs of
-    ``aws_eks_node_group``).
-    """
+    """One role for both node groups (both need exactly the same permissions), and its policy attachments."""
     role = aws.iam.Role(name, assume_role_policy=json.dumps(EC2_TRUST_POLICY), opts=opts)
     account_partition = partition(opts)
     attachments = tuple(

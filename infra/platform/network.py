@@ -1,9 +1,4 @@
-"""The VPC: an existing one from config, or a new one built by pulumi-awsx.
-
-A new VPC's subnets (private for nodes, public for load balancers, tagged for the AWS Load
-Balancer Controller) come from :func:`infra.platform.subnets.subnet_layout`, which the config
-check runs too.
-"""
+"""The VPC: an existing one from config, or a new one built by pulumi-awsx."""
 
 from __future__ import annotations
 

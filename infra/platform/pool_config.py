@@ -1,9 +1,4 @@
-"""A pool's settings: the system node group's, and each GPU pool's (node group or Karpenter).
-
-Part of the stack config (:mod:`infra.platform.config`, which reads them under systemNodes and
-gpuPools.<name>): a pool setting goes here, its constraint in its type
-(:mod:`infra.platform.config_types`), checks between its settings in a validator below.
-"""
+"""A pool's settings: the system node group's, and each GPU pool's (node group or Karpenter)."""
 
 from __future__ import annotations
 

@@ -10,11 +10,7 @@ PRIVATE_PREFIX, PUBLIC_PREFIX = 19, 22
 
 
 def subnet_layout(cidr: Any, zones: int) -> tuple[list[str], list[str]]:
-    """The private and public subnet CIDRs a new VPC gets: private ones first, then public, aligned.
-
-    Computed here, not left to awsx's allocator, so a CIDR that cannot hold them is
-    refused with the size that would.
-    """
+    """The private and public subnet CIDRs a new VPC gets: private ones first, then public, aligned."""
     vpc = ipaddress.ip_network(cidr)
     private = list(vpc.subnets(new_prefix=PRIVATE_PREFIX))[:zones] if vpc.prefixlen <= PRIVATE_PREFIX else []
     after = private[-1].broadcast_address if private else vpc.broadcast_address

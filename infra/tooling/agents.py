@@ -1,12 +1,4 @@
-"""Every agent, every pool: on which node groups does each DaemonSet the stack installs land?
-
-Reads the (type, name, props) triples that both the offline preview and the CrossGuard
-pack see. Node groups become scheduling nodes, one per instance type; agents are the
-declared DaemonSets, the device plugin's Release (its pinned chart rendered), the
-modelled add-ons and the EKS-managed DaemonSets (:mod:`infra.tooling.chart_models`).
-A placement that cannot be known is **unknown**, never fine. What is read how, and the
-rules: docs/decisions/0040-agent-placement.md.
-"""
+"""Every agent, every pool: on which node groups does each DaemonSet the stack installs land?"""
 
 from __future__ import annotations
 
@@ -116,11 +108,7 @@ def is_gpu_nodepool(props: Mapping[str, Any]) -> bool:
 
 
 def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
-    """A GPU instance type or a GPU ``amiType``: each is enough evidence on its own.
-
-    Instance types first: when they show a GPU, an ``amiType`` not known yet (a custom
-    AMI in the launch template leaves it to AWS) does not stop the check.
-    """
+    """A GPU instance type or a GPU ``amiType``: each is enough evidence on its own."""
     if any(is_gpu_instance_type(t) for t in node_group_props.instance_types(props)):
         return True
     ami_type = props.get("amiType")
@@ -140,11 +128,7 @@ def _type_node(name: str, t: str, labels: Mapping[str, str], gpus: int | None, e
 
 
 def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
-    """A node group's nodes, one per instance type, offering what a real one would.
-
-    A pool's ``nvidia.com/gpu`` is what its node group tells the autoscaler
-    (``node-template/resources``: GPUs x time-slicing replicas), else the type's GPUs.
-    """
+    """A node group's nodes, one per instance type, offering what a real one would."""
     labels, taints = node_group_props.labels(props), node_group_props.taints(props)
     advertised = node_group_props.advertised_gpus(props)
     return tuple(
@@ -244,11 +228,7 @@ def _contains_none(value: Any) -> bool:
 
 
 def _unknown_scheduling(pod: Mapping[str, Any]) -> bool:
-    """A scheduling field that is present but holds None somewhere: an unknown the policy pack turned into None.
-
-    Kubernetes has no null in these fields (and Pulumi drops None inputs), so None
-    here means "not known yet", not "not set". Containers count for their GPU requests.
-    """
+    """A scheduling field that is present but holds None somewhere: an unknown the policy pack turned into None."""
     if any(key in pod and _contains_none(pod[key]) for key in SCHEDULING_FIELDS):
         return True
     for key in ("containers", "initContainers"):
@@ -288,11 +268,7 @@ def _annotated(props: Mapping[str, Any]) -> str | None:
 
 
 def daemonset_intent(props: Mapping[str, Any], pod: Mapping[str, Any], placement: Placement) -> str:
-    """Where a DaemonSet is meant to run: its annotation, else inferred from what it asks for.
-
-    Asking for GPUs, selecting GPU nodes (contract label, pool label, GPU instance
-    types) or tolerating the GPU taint means GPU nodes; anything else, every node.
-    """
+    """Where a DaemonSet is meant to run: its annotation, else inferred from what it asks for."""
     if (annotated := _annotated(props)) is not None:
         return annotated
     gpu_toleration = any(
