@@ -26,17 +26,19 @@ def _git(*args: str) -> str:
 
 
 def _sources(rev: str | None) -> dict[str, str]:
-    paths = _git("ls-files", *(f"{folder}/*.py" for folder in FOLDERS)).split()
+    """The ``.py`` and executable files git tracks in FOLDERS (issue 34 counts both), as text."""
+    listed = _git("ls-tree", "-r", rev, "--", *FOLDERS) if rev else _git("ls-files", "-s", "--", *FOLDERS)
+    entries = [(line.split(" ", 1)[0], line.split("\t", 1)[1]) for line in listed.splitlines()]
+    paths = [path for mode, path in entries if path.endswith(".py") or mode == "100755"]
     if rev is None:
         return {path: (ROOT / path).read_text() for path in paths if (ROOT / path).exists()}
-    listed = _git("ls-tree", "-r", "--name-only", rev, "--", *FOLDERS).split()
-    return {path: _git("show", f"{rev}:{path}") for path in listed if path.endswith(".py")}
+    return {path: _git("show", f"{rev}:{path}") for path in paths}
 
 
 def _functions(sources: dict[str, str]) -> list[tuple[int, str]]:
     found = []
     for path, text in sources.items():
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(ast.parse(text) if path.endswith(".py") else ast.Module()):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 found.append((node.end_lineno - node.lineno + 1, f"{path}:{node.lineno} {node.name}"))
     return sorted(found, reverse=True)
@@ -62,7 +64,9 @@ def main() -> None:
     sources = _sources(args.rev)
     functions = _functions(sources)
     readme = _git("show", f"{args.rev}:README.md") if args.rev else (ROOT / "README.md").read_text()
-    print(f"lines of {'+'.join(FOLDERS)} (.py): {sum(len(t.splitlines()) for t in sources.values())}")
+    print(
+        f"lines of {'+'.join(FOLDERS)} (.py and executables): {sum(len(t.splitlines()) for t in sources.values())}"
+    )
     print(f"functions over {LIMIT} lines: {sum(1 for n, _ in functions if n > LIMIT)}")
     for length, where in functions[:3]:
         print(f"  {length:4d}  {where}")

@@ -9,12 +9,9 @@ rest first, so a retry is always clean.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -24,11 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from localcluster import pki
-from localcluster.gomod import BIN, CACHE, module_dir
+from localcluster import pki, processes, services
+from localcluster.gomod import BIN, module_dir
+from localcluster.gomod import CACHE as CACHE  # re-exported: pulumi_cli.py imports it from here
+from localcluster.processes import RUN, ClusterError, alive, start_time
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = CACHE / "run"
 STATE = RUN / "state.json"
 KUBECONFIG = RUN / "kubeconfig"
 HOST = "127.0.0.1"
@@ -37,10 +35,6 @@ SERVICE_RANGE = "10.96.0.0/16"
 # taint of that name); PodSecurity is on by default and enforced per namespace label.
 ADMISSION = "ExtendedResourceToleration"
 STARTUP_SECONDS = 90
-
-
-class ClusterError(RuntimeError):
-    """The local cluster cannot start or answer; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -63,21 +57,38 @@ def _pki(name: str) -> str:
     return str(RUN / "pki" / name)
 
 
+def _etcd(p: Ports) -> list[str]:
+    """etcd's command line: one member, its data in the run folder."""
+    return [
+        str(BIN / "etcd"),
+        f"--data-dir={RUN / 'etcd'}",
+        f"--listen-client-urls=http://{HOST}:{p.etcd}",
+        f"--advertise-client-urls=http://{HOST}:{p.etcd}",
+        f"--listen-peer-urls=http://{HOST}:{p.etcd_peer}",
+        f"--initial-advertise-peer-urls=http://{HOST}:{p.etcd_peer}",
+        f"--initial-cluster=default=http://{HOST}:{p.etcd_peer}",
+        "--unsafe-no-fsync",  # a throwaway test store: durability is not wanted
+        "--log-level=warn",
+    ]
+
+
+def _kwok(p: Ports, kubeconfig: str) -> list[str]:
+    """kwok's command line: it manages the nodes annotated fake and runs the stages below."""
+    return [
+        str(BIN / "kwok"),
+        f"--kubeconfig={kubeconfig}",
+        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        "--node-lease-duration-seconds=40",
+        f"--server-address={HOST}:{p.kwok}",  # its /healthz, served once its controllers run
+        *(f"--config={stage}" for stage in _kwok_stages()),
+    ]
+
+
 def _commands(p: Ports) -> dict[str, list[str]]:
     """Each component's command line, in start order."""
     kubeconfig = str(KUBECONFIG)
     return {
-        "etcd": [
-            str(BIN / "etcd"),
-            f"--data-dir={RUN / 'etcd'}",
-            f"--listen-client-urls=http://{HOST}:{p.etcd}",
-            f"--advertise-client-urls=http://{HOST}:{p.etcd}",
-            f"--listen-peer-urls=http://{HOST}:{p.etcd_peer}",
-            f"--initial-advertise-peer-urls=http://{HOST}:{p.etcd_peer}",
-            f"--initial-cluster=default=http://{HOST}:{p.etcd_peer}",
-            "--unsafe-no-fsync",  # a throwaway test store: durability is not wanted
-            "--log-level=warn",
-        ],
+        "etcd": _etcd(p),
         "kube-apiserver": [
             str(BIN / "kube-apiserver"),
             f"--etcd-servers=http://{HOST}:{p.etcd}",
@@ -121,14 +132,7 @@ def _commands(p: Ports) -> dict[str, list[str]]:
             "--kube-api-qps=200",
             "--kube-api-burst=400",
         ],
-        "kwok": [
-            str(BIN / "kwok"),
-            f"--kubeconfig={kubeconfig}",
-            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-            "--node-lease-duration-seconds=40",
-            f"--server-address={HOST}:{p.kwok}",  # its /healthz, served once its controllers run
-            *(f"--config={stage}" for stage in _kwok_stages()),
-        ],
+        "kwok": _kwok(p, kubeconfig),
     }
 
 
@@ -204,23 +208,6 @@ def _ready_checks(p: Ports) -> dict[str, Callable[[], bool]]:
     }
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time (field 22 of /proc/<pid>/stat), None if there is no such live process.
-
-    Recorded at start, it tells our process from another that reuses its pid after a reboot.
-    """
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return None if fields[0] == "Z" else fields[19]  # a zombie has exited
-
-
-def _alive(pid: int, started: str | None = None) -> bool:
-    now = _start_time(pid)
-    return now is not None and (started is None or now == started)
-
-
 def _read_state() -> dict | None:
     try:
         return json.loads(STATE.read_text())
@@ -232,13 +219,13 @@ def status() -> dict[str, bool]:
     """Each started component and whether its process is alive; empty when nothing was started."""
     state = _read_state() or {}
     started = state.get("started", {})
-    return {name: _alive(pid, started.get(name)) for name, pid in state.get("pids", {}).items()}
+    return {name: alive(pid, started.get(name)) for name, pid in state.get("pids", {}).items()}
 
 
 def _wait(name: str, check: Callable[[], bool], pid: int) -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not alive(pid):
             raise ClusterError(f"{name} exited during start-up; its log: {RUN / 'logs' / (name + '.log')}")
         if check():
             return
@@ -268,7 +255,7 @@ def start(log: Callable[[str], None] = print) -> Path:
     missing = _missing_binaries()
     if missing:
         raise ClusterError(f"not built: {', '.join(missing)} in {BIN}; run localcluster/build first")
-    _stop_services()  # moto, the autoscaler: whatever a killed run left beside the control plane
+    services.stop_all()  # moto, the autoscaler: whatever a killed run left beside the control plane
     shutil.rmtree(RUN, ignore_errors=True)
     (RUN / "logs").mkdir(parents=True)
     pki.write(RUN / "pki")
@@ -283,7 +270,7 @@ def start(log: Callable[[str], None] = print) -> Path:
             with open(RUN / "logs" / f"{name}.log", "wb") as out:
                 proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             pids[name] = proc.pid
-            started[name] = _start_time(proc.pid)
+            started[name] = start_time(proc.pid)
             STATE.write_text(json.dumps({"pids": pids, "started": started, "ports": ports.__dict__}))
             if name in checks:
                 _wait(name, checks[name], proc.pid)
@@ -295,31 +282,14 @@ def start(log: Callable[[str], None] = print) -> Path:
 
 def stop(log: Callable[[str], None] = print) -> None:
     """End every process the last start began (their whole process groups) and remove the state."""
-    _stop_services()
+    services.stop_all()  # moto, the autoscaler: whatever a killed run left beside the control plane
     state = _read_state()
     if state is None:
         log("local cluster not running")
         return
     started = state.get("started", {})
-    ours = {name: pid for name, pid in state.get("pids", {}).items() if _alive(pid, started.get(name))}
-    for name, pid in reversed(list(ours.items())):
+    ours = {name: pid for name, pid in state.get("pids", {}).items() if alive(pid, started.get(name))}
+    for name in reversed(list(ours)):
         log(f"stopping {name}")
-        _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 5  # a throwaway cluster: no need for a long graceful shutdown
-    while any(_alive(pid, started.get(n)) for n, pid in ours.items()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for name, pid in ours.items():
-        if _alive(pid, started.get(name)):
-            _signal(pid, signal.SIGKILL)
+    processes.end({pid: started.get(name) for name, pid in reversed(ours.items())})
     STATE.unlink(missing_ok=True)
-
-
-def _stop_services() -> None:
-    from localcluster import services  # it builds on this module
-
-    services.stop_all()
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)

@@ -1,7 +1,7 @@
 """Processes started beside the local control plane (moto's AWS emulator, Cluster Autoscaler).
 
-Same rules as the control plane (``localcluster/cluster.py``): loopback only, each in its own
-process group, recorded with its start time in ``.cache/localcluster/run/services.json`` so
+Same rules as the control plane (``localcluster/cluster.py``, :mod:`localcluster.processes`):
+loopback only, each in its own process group, recorded with its start time in ``.cache/localcluster/run/services.json`` so
 ``stop_all`` (called by ``bin/local-cluster stop`` and before every cluster start) ends whatever a
 killed test left running. A start that fails says which component, why, and where its log is,
 and leaves nothing running.
@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from localcluster import cluster
-from localcluster.cluster import RUN, ClusterError
+from localcluster import processes
+from localcluster.processes import RUN, ClusterError
 
 STATE = RUN / "services.json"
 STARTUP_SECONDS = 60
@@ -42,7 +41,7 @@ def _write(state: dict[str, dict]) -> None:
 
 def alive(name: str) -> bool:
     entry = _read().get(name)
-    return bool(entry) and cluster._alive(entry["pid"], entry["started"])
+    return bool(entry) and processes.alive(entry["pid"], entry["started"])
 
 
 def log_tail(name: str, lines: int = 15) -> str:
@@ -70,7 +69,7 @@ def start(
             start_new_session=True,
             env={**os.environ, **(env or {})},
         )
-    _write({**_read(), name: {"pid": proc.pid, "started": cluster._start_time(proc.pid)}})
+    _write({**_read(), name: {"pid": proc.pid, "started": processes.start_time(proc.pid)}})
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -92,14 +91,8 @@ def stop(name: str) -> None:
     """End ``name``'s process group if it is still the process we started, and forget it."""
     state = _read()
     entry = state.pop(name, None)
-    if entry and cluster._alive(entry["pid"], entry["started"]):
-        cluster._signal(entry["pid"], signal.SIGTERM)
-        deadline = time.monotonic() + 5
-        while cluster._alive(entry["pid"], entry["started"]) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if cluster._alive(entry["pid"], entry["started"]):
-            cluster._signal(entry["pid"], signal.SIGKILL)
     if entry is not None:
+        processes.end({entry["pid"]: entry["started"]})
         _write(state)
 
 

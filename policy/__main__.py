@@ -1,14 +1,8 @@
-"""CrossGuard pack: the rules of infra.tooling.policy_rules, each stack judged by the contract it declares.
-
-Rules whose verdict depends on the contract are stack policies; the security baseline stays
-a resource policy. Stack rules get plain data, unknowns as None; per-resource rules keep
-pulumi_policy's proxy. Config: per-policy levels, and ``placement`` to override the stack's
-contract. Why: docs/decisions/0034-policy-pack-stack-contract.md.
-"""
+"""CrossGuard pack: the rules of infra.tooling.policy_rules, each stack judged by the contract it declares."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import (
@@ -19,8 +13,8 @@ from pulumi_policy import (
     ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
+    proxy,
 )
-from pulumi_policy import proxy as _proxy
 
 from infra.tooling.policy_rules import (
     RULES,
@@ -49,18 +43,19 @@ CONFIG_SCHEMA = PolicyConfigSchema(
 
 
 def plain(value: Any) -> Any:
-    """``value`` without pulumi_policy's unknown-checking proxies, every unknown turned into None.
-
-    The proxies (``_DictProxy``/``_ListProxy``) hand out their wrapped container for the
-    key ``"__target"`` without checking it; its items are proxies again, so this recurses.
-    """
-    if isinstance(value, (_proxy._DictProxy, _proxy._ListProxy)):
-        value = value["__target"]
+    """``value`` without pulumi_policy's unknown-checking proxies, every unknown turned into None."""
     if isinstance(value, Mapping):
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
-    return None if _proxy._is_unknown(value) else value
+        return {key: plain(_known(value, key)) for key in value}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [plain(_known(value, index)) for index in range(len(value))]
+    return _known(proxy.unknown_checking_proxy({"": value}), "")
+
+
+def _known(container: Any, key: Any) -> Any:
+    try:
+        return container[key]
+    except proxy.UnknownValueError:
+        return None
 
 
 def _links(resources: list[Any]) -> Links:
@@ -90,7 +85,7 @@ def _policy(spec: RuleSpec) -> ResourceValidationPolicy | StackValidationPolicy:
         triples = [(r.resource_type, r.name, plain(r.props)) for r in args.resources]
         view = stack_view(triples, _links(args.resources), override)
         judged = triples if spec.stack else [(r.resource_type, r.name, r.props) for r in args.resources]
-        for resource, message in violations(spec, judged, view, skip=(_proxy.UnknownValueError,)):
+        for resource, message in violations(spec, judged, view, skip=(proxy.UnknownValueError,)):
             found = by_resource.get(resource)
             named = message if spec.stack else f"{found.name} {message}"
             report_violation(named, found.urn if found else None)

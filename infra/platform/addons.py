@@ -1,11 +1,4 @@
-"""EKS add-ons pinned per Kubernetes version, and pinned Helm charts: no diff when nothing changed.
-
-pulumi-eks, left alone, takes the newest add-on version on every run (``getAddonVersion(mostRecent)``
-in ``nodejs/eks/cluster/cluster.ts``), so a new eksbuild shows up as a diff nobody asked for. The
-minors with a row here are the ones the stack config accepts. Versions are the AWS EKS user guide's
-tables, ``describe-addon-versions`` (2026-09) and the charts' versions; ``bin/check-addon-versions``
-asks AWS for every row (the pull-request workflow runs it before ``pulumi preview``).
-"""
+"""EKS add-ons pinned per Kubernetes version, and pinned Helm charts: no diff when nothing changed."""
 
 from __future__ import annotations
 
@@ -76,11 +69,14 @@ def addon(
 
 
 def helm_release(name: str, chart: str, repository: str, **inputs: Any) -> k8s.helm.v3.Release:
-    """A release of a pinned ``chart`` (``version``, ``namespace``, ``values``, ``opts`` as Release takes them);
-    a failed install or upgrade rolls back instead of leaving half a release (on GPU nodes: no plugin)."""
+    """A release of a pinned ``chart`` from ``repository`` (``oci://`` too; ``version``, ``namespace``, ``values``,
+    ``opts`` as Release takes them): a failed install or upgrade rolls back, never half a release."""
     import pulumi_kubernetes as k8s
 
-    pinned = {"name": chart, "chart": chart, "repository_opts": {"repo": repository}}
+    if repository.startswith("oci://"):  # an OCI chart is named by its URL: no repository to add
+        pinned = {"name": chart, "chart": f"{repository}/{chart}"}
+    else:
+        pinned = {"name": chart, "chart": chart, "repository_opts": {"repo": repository}}
     return k8s.helm.v3.Release(name, **pinned, atomic=True, cleanup_on_fail=True, timeout=600, **inputs)
 
 

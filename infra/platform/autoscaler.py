@@ -17,9 +17,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from infra.platform import iam
 from infra.platform.addons import helm_release
 from infra.platform.config import PlatformConfig, Pool
-from infra.platform.iam import POD_IDENTITY_TRUST_POLICY, partition
 from infra.platform.instance_types import ARM_NVIDIA
 from infra.platform.node_pools import (
     AUTOSCALED_TAG,
@@ -172,27 +172,13 @@ def autoscaler(
                 tag={"key": key, "value": value, "propagate_at_launch": False},
                 opts=opts,
             )
-    invoke = pulumi.InvokeOutputOptions(parent=opts.parent)
-    account = aws.get_caller_identity_output(opts=invoke)
-    account_partition = partition(opts)
-    role = aws.iam.Role(f"{name}-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts)
-    policy = aws.iam.RolePolicy(
-        f"{name}-policy",
-        role=role.id,
-        policy=pulumi.Output.all(account.account_id, account_partition).apply(
-            lambda a: json.dumps(iam_policy(cluster_name, region, a[0], a[1]))
-        ),
-        opts=opts,
+    document = pulumi.Output.all(iam.account_id(opts), iam.partition(opts)).apply(
+        lambda a: json.dumps(iam_policy(cluster_name, region, a[0], a[1]))
     )
-    association = aws.eks.PodIdentityAssociation(
-        f"{name}-identity",
-        cluster_name=cluster_name,
-        namespace=NAMESPACE,
-        service_account=SERVICE_ACCOUNT,
-        role_arn=role.arn,
-        opts=opts,
+    identity = iam.pod_identity(
+        name, (f"{name}-role", f"{name}-policy"), document, (cluster_name, NAMESPACE, SERVICE_ACCOUNT), opts
     )
-    after = pulumi.ResourceOptions(depends_on=[association, policy, pod_identity_agent])
+    after = pulumi.ResourceOptions(depends_on=[*identity, pod_identity_agent])
     return helm_release(
         name,
         CHART,

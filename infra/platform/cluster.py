@@ -1,10 +1,4 @@
-"""The EKS control plane: pulumi-eks ``eks.Cluster``, secrets encrypted with our KMS key.
-
-Access entries (no aws-auth ConfigMap), no default node group, no extra security groups (managed
-nodes use the cluster's primary one). EKS itself gives the creator an admin entry (pulumi-eks sets
-``bootstrapClusterCreatorAdminPermissions``) and the node role its EC2_LINUX entry, so
-``clusterAdmins`` adds only the rest; the vpc-cni and kube-proxy add-ons pulumi-eks installs are pinned.
-"""
+"""The EKS control plane: pulumi-eks ``eks.Cluster``, secrets encrypted with our KMS key."""
 
 from __future__ import annotations
 
@@ -38,11 +32,7 @@ def access_entries(
     config: PlatformConfig, account_partition: pulumi.Input[str]
 ) -> dict[str, eks.AccessEntryArgs]:
     """``clusterAdmins`` as cluster-scoped ``AmazonEKSClusterAdminPolicy`` access entries (the
-    access policy's ARN in the account's partition).
-
-    Each is named after its principal, so reordering the list replaces nothing; a secret list is
-    named by position instead (URNs are never encrypted).
-    """
+    access policy's ARN in the account's partition)."""
     secret = "clusterAdmins" in config.secret_keys
     entries = {}
     for index, arn in enumerate(config.cluster_admins):

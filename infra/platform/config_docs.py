@@ -1,8 +1,4 @@
-"""The configuration reference in docs/configuration.md, generated from the config's JSON schema.
-
-``python -m infra.platform.config_docs [--write]`` prints the table [or replaces it in the doc];
-tests/platform/test_config_docs.py fails when the doc's copy drifts from the models.
-"""
+"""The configuration reference in docs/configuration.md, generated from the config's JSON schema."""
 
 from __future__ import annotations
 
@@ -11,7 +7,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from infra.platform.config import allowed, json_schema, literal, resolve
+from infra.platform.config import json_schema, resolve, words
+from infra.platform.config_words import literal
 
 CONFIGURATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
@@ -45,7 +42,7 @@ def _rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, st
             yield (
                 key,
                 default or _code(node.get("default")),
-                DOC_ALLOWED.get(key) or allowed(node, _code),
+                DOC_ALLOWED.get(key) or words().allowed(node, _code),
                 what,
             )
 

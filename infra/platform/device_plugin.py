@@ -1,9 +1,4 @@
-"""The NVIDIA device plugin, as a Helm release whose DaemonSet runs on every GPU node and no other.
-
-The AL2023 NVIDIA AMIs ship no device plugin, so without it no node advertises ``nvidia.com/gpu``,
-and the chart's defaults land on none of our nodes (Node Feature Discovery affinity, no toleration
-of the contract's taint): the values replace both (docs/platform.md, "Why the device plugin needs our values").
-"""
+"""The NVIDIA device plugin, as a Helm release whose DaemonSet runs on every GPU node and no other."""
 
 from __future__ import annotations
 
@@ -32,12 +27,7 @@ CHART_TOLERATIONS: tuple[dict[str, str], ...] = (
 
 
 def _sharing_values(placement: Placement) -> dict[str, Any]:
-    """Named device plugin configs (api/config/v1): whole GPUs by default, one per time-sliced pool.
-
-    A time-sliced pool's nodes carry ``nvidia.com/device-plugin.config=<pool>``; the plugin then
-    advertises each GPU ``replicas`` times and refuses (at Allocate) a container that asks for more
-    than one shared GPU (``failRequestsGreaterThanOne``).
-    """
+    """Named device plugin configs (api/config/v1): whole GPUs by default, one per time-sliced pool."""
     shared = [pool for pool in placement.pools if pool.shared]
     if not shared:
         return {}  # no config map: no config-manager sidecar, nothing to go wrong

@@ -1,9 +1,4 @@
-"""GPU dashboard and alarms as plain data: the CloudWatch requests, built from the stack's GPU pools.
-
-Pure (no Pulumi): the PutDashboard body and the PutMetricAlarm arguments (pulumi-aws keywords).
-Container Insights has no pool dimension, so a pool's series is a SEARCH over its instance
-types. Sources and the alarms' rationale: docs/decisions/0031-gpu-dashboard-and-alarms.md.
-"""
+"""GPU dashboard and alarms as plain data: the CloudWatch requests, built from the stack's GPU pools."""
 
 from __future__ import annotations
 

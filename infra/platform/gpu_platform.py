@@ -1,10 +1,4 @@
-"""The GPU platform: network, cluster, system node group, GPU pools, add-ons, device plugin, autoscaler.
-
-``GpuPlatform`` declares it all from a validated :class:`PlatformConfig`, as
-children of one ``eks-gpu:index:GpuPlatform`` component; the root ``__main__.py`` only reads
-config, calls it and exports what consumer stacks need. The GPU pools are walked once,
-from ``config.pools`` (each pool's contract with its node group's settings) to resources.
-"""
+"""The GPU platform: network, cluster, system node group, GPU pools, add-ons, device plugin, autoscaler."""
 
 from __future__ import annotations
 
@@ -65,6 +59,17 @@ class GpuPlatform(pulumi.ComponentResource):
         _, self.device_plugin = device_plugin(
             "nvidia-device-plugin", config.device_plugin, config.contract, on_cluster
         )
+        self._scalers(config, net, gpu_pools)
+        # GPU metrics, node health for auto-repair, dashboard and alarms (infra/platform/observability.py).
+        observability(name, config, pod_identity_agent=self.pod_identity_agent, opts=after_nodes)
+        self.register_outputs({"kubeconfig": self.kubeconfig})
+
+    def _scalers(
+        self, config: PlatformConfig, net: Network, gpu_pools: list[tuple[Pool, aws.eks.NodeGroup]]
+    ) -> None:
+        """Cluster Autoscaler for the node group pools, Karpenter for its own: each only if it has pools."""
+        after_pools = [group for _, group in gpu_pools]
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=[self.system_nodes])
         if config.autoscaler.enabled and config.node_group_pools:  # Karpenter pools are never its business
             autoscaler(
                 "cluster-autoscaler",
@@ -72,26 +77,20 @@ class GpuPlatform(pulumi.ComponentResource):
                 [(pool, group) for pool, group in gpu_pools if pool in config.node_group_pools],
                 pod_identity_agent=self.pod_identity_agent,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=after_pools),
-                k8s_opts=pulumi.ResourceOptions(
-                    parent=self, provider=self.provider, depends_on=[self.system_nodes]
-                ),
+                k8s_opts=k8s_opts,
             )
         if config.karpenter_pools:
-            vpc = config.network
             karpenter(
                 "karpenter",
                 config,
                 net,
-                tagged_subnets=len(vpc.private_subnet_ids),  # an existing VPC's; a new one's carry the tag
+                tagged_subnets=len(
+                    config.network.private_subnet_ids
+                ),  # an existing VPC's; a new one's carry it
                 pod_identity_agent=self.pod_identity_agent,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]),
-                k8s_opts=pulumi.ResourceOptions(
-                    parent=self, provider=self.provider, depends_on=[self.system_nodes]
-                ),
+                k8s_opts=k8s_opts,
             )
-        # GPU metrics, node health for auto-repair, dashboard and alarms (infra/platform/observability.py).
-        observability(name, config, pod_identity_agent=self.pod_identity_agent, opts=after_nodes)
-        self.register_outputs({"kubeconfig": self.kubeconfig})
 
     def _node_groups(
         self, name: str, config: PlatformConfig, net: Network, sizes: dict[str, int]

@@ -40,6 +40,23 @@ NODE_MANAGED_POLICIES: tuple[str, ...] = (
 )
 
 
+def policy_document(statements: list[tuple[str, Any, Any, Any]]) -> dict[str, Any]:
+    """An IAM policy of Allow statements, each (Sid, Action, Resource, Condition or None)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": sid,
+                "Effect": "Allow",
+                "Action": action,
+                "Resource": resource,
+                **({"Condition": c} if c else {}),
+            }
+            for sid, action, resource, c in statements
+        ],
+    }
+
+
 def partition(opts: pulumi.ResourceOptions) -> pulumi.Output[str]:
     """The deploying account's partition (``aws``, ``aws-us-gov``, ``aws-cn``): every ARN names it."""
     return aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=opts.parent)).partition
@@ -55,13 +72,7 @@ def in_partition(arn: str, partition: pulumi.Input[str]) -> pulumi.Output[str]:
 def node_role(
     name: str, opts: pulumi.ResourceOptions
 ) -> tuple[aws.iam.Role, tuple[aws.iam.RolePolicyAttachment, ...]]:
-    """One role for both node groups (both need exactly the same permissions), and its policy attachments.
-
-    Node groups must depend on the attachments, not only on the role: created
-    after them, deleted before them, or EKS cannot clean up the group's EC2
-    instances and network interfaces (terraform-provider-aws, docs of
-    ``aws_eks_node_group``).
-    """
+    """One role for both node groups (both need exactly the same permissions), and its policy attachments."""
     role = aws.iam.Role(name, assume_role_policy=json.dumps(EC2_TRUST_POLICY), opts=opts)
     account_partition = partition(opts)
     attachments = tuple(
@@ -74,3 +85,33 @@ def node_role(
         for policy in NODE_MANAGED_POLICIES
     )
     return role, attachments
+
+
+def account_id(opts: pulumi.ResourceOptions) -> pulumi.Output[str]:
+    """The deploying account's ID, which a controller's policy names in its ARNs."""
+    return aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=opts.parent)).account_id
+
+
+def pod_identity(
+    name: str,
+    role_and_policy: tuple[str, str],
+    document: pulumi.Input[str],
+    service_account: tuple[str, str, str],
+    opts: pulumi.ResourceOptions,
+) -> list[pulumi.Resource]:
+    """A role (with the inline policy ``document``) that the pods of ``service_account`` (cluster,
+    namespace, name) assume through EKS Pod Identity: what a release using it must wait for."""
+    role = aws.iam.Role(
+        role_and_policy[0], assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts
+    )
+    inline = aws.iam.RolePolicy(role_and_policy[1], role=role.id, policy=document, opts=opts)
+    cluster_name, namespace, account = service_account
+    association = aws.eks.PodIdentityAssociation(
+        f"{name}-identity",
+        cluster_name=cluster_name,
+        namespace=namespace,
+        service_account=account,
+        role_arn=role.arn,
+        opts=opts,
+    )
+    return [association, inline]

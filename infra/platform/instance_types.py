@@ -1,9 +1,4 @@
-"""The EC2 instance types the node groups may use, with the facts the platform needs about them.
-
-GPU counts and architectures are those of Cluster Autoscaler's static AWS table
-(cloudprovider/aws/ec2_instance_types.go); prices are AWS's us-east-1 Linux on-demand
-rates from the AWS Pricing API: they rank the pools (autoscaler.py) and make the cost table.
-"""
+"""The EC2 instance types the node groups may use, with the facts the platform needs about them."""
 
 from __future__ import annotations
 

@@ -19,8 +19,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from infra.platform import iam, nodepool
+from infra.platform.addons import helm_release
 from infra.platform.config import PlatformConfig, Pool
-from infra.platform.iam import POD_IDENTITY_TRUST_POLICY, node_role
+from infra.platform.iam import node_role
 from infra.platform.network import Network
 from infra.platform.node_group import METADATA_OPTIONS, ROOT_DEVICE, ROOT_VOLUME
 from infra.platform.node_pools import SYSTEM_LABELS
@@ -58,14 +59,9 @@ def controller_policy(
     *, cluster_name: str, region: str, account_id: str, partition: str, queue_arn: str, node_role_arn: str
 ) -> dict[str, Any]:
     """The controller's permissions, statement for statement those of Karpenter v1.15's getting-started
-    template (NodeLifecycle, IAMIntegration, EKSIntegration, Interruption and ResourceDiscovery
-    policies; ZonalShift is left out: enableZonalShift is off): launches, tags and deletes only what
-    carries this cluster's ownership tag and a NodePool tag; passes only the Karpenter node role.
-
-    Tag keys are the ones v1.15 sets: ``karpenter.k8s.aws/ec2nodeclass`` and ``eks:eks-cluster-name``
-    on instance profiles (pkg/apis/v1/ec2nodeclass.go InstanceProfileTags), ``eks:eks-cluster-name``
-    on instances (nodeclaim/tagging/controller.go).
-    """
+    template (its policies but ZonalShift: enableZonalShift is off): launches, tags and deletes only
+    what carries this cluster's ownership tag and a NodePool tag; passes only the Karpenter node role.
+    Tag keys as v1.15 sets them (pkg/apis/v1/ec2nodeclass.go InstanceProfileTags, nodeclaim/tagging)."""
     cluster_tag = f"kubernetes.io/cluster/{cluster_name}"
     owned = {f"aws:RequestTag/{cluster_tag}": "owned", "aws:RequestTag/eks:eks-cluster-name": cluster_name}
     owned_now = {f"aws:ResourceTag/{cluster_tag}": "owned"}
@@ -114,19 +110,7 @@ def controller_policy(
         ("AllowUnscopedInstanceProfileListAction", "iam:ListInstanceProfiles", "*", None),
         ("AllowInstanceProfileReadActions", "iam:GetInstanceProfile", profiles, None),
     ]  # fmt: skip
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": sid,
-                "Effect": "Allow",
-                "Action": action,
-                "Resource": resource,
-                **({"Condition": c} if c else {}),
-            }
-            for sid, action, resource, c in statements
-        ],
-    }
+    return iam.policy_document(statements)
 
 
 def queue_policy(queue_arn: str) -> dict[str, Any]:
@@ -219,19 +203,52 @@ def _custom_resource(
 def _release(
     name: str, chart: str, values: Any, opts: pulumi.ResourceOptions, **extra: Any
 ) -> k8s.helm.v3.Release:
-    return k8s.helm.v3.Release(
+    return helm_release(
         name,
-        name=chart,
-        chart=f"{REPOSITORY}/{chart}",  # an OCI chart: no repository to add
+        chart,
+        REPOSITORY,
         version=nodepool.VERSION,
         namespace=NAMESPACE,
         values=values,
-        atomic=True,
-        cleanup_on_fail=True,
-        timeout=600,
         opts=opts,
         **extra,
     )
+
+
+def _tag_subnets(
+    name: str, net: Network, count: int, cluster_name: str, opts: pulumi.ResourceOptions
+) -> None:
+    """An existing VPC's private subnets get the tag by which Karpenter finds them."""
+    for index in range(count):
+        aws.ec2.Tag(
+            f"{name}-subnet-{index}",
+            resource_id=pulumi.Output.from_input(net.private_subnet_ids).apply(lambda ids, i=index: ids[i]),
+            key=nodepool.DISCOVERY_TAG,
+            value=cluster_name,
+            opts=opts,
+        )
+
+
+def _interruption_queue(name: str, opts: pulumi.ResourceOptions) -> aws.sqs.Queue:
+    """The queue Karpenter reads spot interruptions, rebalances, health and state changes from."""
+    queue = aws.sqs.Queue(
+        f"{name}-interruptions",
+        message_retention_seconds=QUEUE_RETENTION_SECONDS,
+        sqs_managed_sse_enabled=True,
+        opts=opts,
+    )
+    aws.sqs.QueuePolicy(
+        f"{name}-interruptions",
+        queue_url=queue.url,
+        policy=queue.arn.apply(lambda arn: json.dumps(queue_policy(arn))),
+        opts=opts,
+    )
+    for rule_name, (source, detail_type) in EVENT_RULES.items():
+        rule = aws.cloudwatch.EventRule(
+            f"{name}-{rule_name}", event_pattern=json.dumps(event_pattern(source, detail_type)), opts=opts
+        )
+        aws.cloudwatch.EventTarget(f"{name}-{rule_name}", rule=rule.name, arn=queue.arn, opts=opts)
+    return queue
 
 
 def karpenter(
@@ -250,66 +267,30 @@ def karpenter(
     access = aws.eks.AccessEntry(
         f"{name}-node-access", cluster_name=cluster_name, principal_arn=role.arn, type="EC2_LINUX", opts=opts
     )
-    for index in range(tagged_subnets):  # an existing VPC's private subnets: Karpenter finds them by this tag
-        aws.ec2.Tag(
-            f"{name}-subnet-{index}",
-            resource_id=pulumi.Output.from_input(net.private_subnet_ids).apply(lambda ids, i=index: ids[i]),
-            key=nodepool.DISCOVERY_TAG,
-            value=cluster_name,
-            opts=opts,
-        )
-    queue = aws.sqs.Queue(
-        f"{name}-interruptions",
-        message_retention_seconds=QUEUE_RETENTION_SECONDS,
-        sqs_managed_sse_enabled=True,
-        opts=opts,
-    )
-    aws.sqs.QueuePolicy(
-        f"{name}-interruptions",
-        queue_url=queue.url,
-        policy=queue.arn.apply(lambda arn: json.dumps(queue_policy(arn))),
-        opts=opts,
-    )
-    for rule_name, (source, detail_type) in EVENT_RULES.items():
-        rule = aws.cloudwatch.EventRule(
-            f"{name}-{rule_name}", event_pattern=json.dumps(event_pattern(source, detail_type)), opts=opts
-        )
-        aws.cloudwatch.EventTarget(f"{name}-{rule_name}", rule=rule.name, arn=queue.arn, opts=opts)
-    invoke = pulumi.InvokeOutputOptions(parent=opts.parent)
-    account = aws.get_caller_identity_output(opts=invoke)
-    controller = aws.iam.Role(
-        f"{name}-controller", assume_role_policy=json.dumps(POD_IDENTITY_TRUST_POLICY), opts=opts
-    )
-    policy = aws.iam.RolePolicy(
-        f"{name}-controller",
-        role=controller.id,
-        policy=pulumi.Output.all(account.account_id, iam.partition(opts), queue.arn, role.arn).apply(
-            lambda a: json.dumps(
-                controller_policy(
-                    cluster_name=cluster_name,
-                    region=region,
-                    account_id=a[0],
-                    partition=a[1],
-                    queue_arn=a[2],
-                    node_role_arn=a[3],
-                )
+    _tag_subnets(name, net, tagged_subnets, cluster_name, opts)
+    queue = _interruption_queue(name, opts)
+    document = pulumi.Output.all(iam.account_id(opts), iam.partition(opts), queue.arn, role.arn).apply(
+        lambda a: json.dumps(
+            controller_policy(
+                cluster_name=cluster_name,
+                region=region,
+                account_id=a[0],
+                partition=a[1],
+                queue_arn=a[2],
+                node_role_arn=a[3],
             )
-        ),
-        opts=opts,
+        )
     )
-    association = aws.eks.PodIdentityAssociation(
-        f"{name}-identity",
-        cluster_name=cluster_name,
-        namespace=NAMESPACE,
-        service_account=SERVICE_ACCOUNT,
-        role_arn=controller.arn,
-        opts=opts,
+    identity = iam.pod_identity(
+        name,
+        (f"{name}-controller", f"{name}-controller"),
+        document,
+        (cluster_name, NAMESPACE, SERVICE_ACCOUNT),
+        opts,
     )
     # The CRD chart keeps the CRDs current on upgrades (Helm never upgrades a chart's crds/ folder).
     crds = _release(f"{name}-crd", CRD_CHART, {}, k8s_opts)
-    after = pulumi.ResourceOptions(
-        depends_on=[crds, association, policy, pod_identity_agent, access, *attachments]
-    )
+    after = pulumi.ResourceOptions(depends_on=[crds, *identity, pod_identity_agent, access, *attachments])
     release = _release(
         name,
         CHART,

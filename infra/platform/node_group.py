@@ -1,8 +1,4 @@
-"""An EKS managed node group with its own launch template: IMDSv2, encrypted gp3 root volume.
-
-Plain ``aws.eks.NodeGroup`` and ``aws.ec2.LaunchTemplate``, not pulumi-eks's (docs/platform.md says
-why). The caller gives the desired size to send (``pool_sizes``), so no update terminates a node.
-"""
+"""An EKS managed node group with its own launch template: IMDSv2, encrypted gp3 root volume."""
 
 from __future__ import annotations
 

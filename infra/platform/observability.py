@@ -1,11 +1,4 @@
-"""Operate the GPU nodes: GPU metrics from the CloudWatch add-on, node health for repair, dashboard, alarms.
-
-``amazon-cloudwatch-observability`` runs the CloudWatch agent and dcgm-exporter (Pod Identity,
-``CloudWatchAgentServerPolicy``); ``eks-node-monitoring-agent`` reports the node conditions EKS
-auto-repair acts on; the dashboard and alarms come from :mod:`infra.platform.gpu_metrics`. Why the
-values: docs/decisions/0032. ``python -m infra.platform.observability --print-config 1.35
-[--container-logs]`` prints the configurationValues; ``--check-config 1.35 --schema FILE`` checks them.
-"""
+"""Operate the GPU nodes: GPU metrics from the CloudWatch add-on, node health for repair, dashboard, alarms."""
 
 from __future__ import annotations
 
@@ -38,11 +31,7 @@ def configuration_json(placement: Placement, *, container_logs: bool = False) ->
 def observability(
     name: str, platform: PlatformConfig, *, pod_identity_agent: pulumi.Resource, opts: pulumi.ResourceOptions
 ) -> None:
-    """Declare the add-ons, the agent's IAM role, the dashboard and the alarms.
-
-    The CloudWatch agent's pods start after ``pod_identity_agent`` (the platform's
-    ``eks-pod-identity-agent`` add-on), or they run without credentials.
-    """
+    """Declare the add-ons, the agent's IAM role, the dashboard and the alarms."""
     config, cluster_name = platform.observability, platform.cluster_name
     on_cluster = (cluster_name, platform.kubernetes_version)
     if config.node_monitoring_agent:

@@ -1,8 +1,4 @@
-"""The desired size each GPU pool's node group is given on every run: never below what AWS runs now.
-
-The autoscaler moves a pool's size and the AWS provider sends the whole scaling block on any
-change, so the live size is read and sent, raised to ``minSize`` (docs/decisions/0003 has the cases).
-"""
+"""The desired size each GPU pool's node group is given on every run: never below what AWS runs now."""
 
 from __future__ import annotations
 
@@ -41,12 +37,7 @@ def owns(pool: str, node_group_name: str) -> bool:
 
 
 def live_desired_sizes(cluster_name: str, pools: Iterable[str]) -> dict[str, tuple[str, int]]:
-    """Each pool's node group and its desired size as EKS reports them now; pools without one are absent.
-
-    Only groups that run nodes count (:data:`RUNS_NODES`; a status EKS adds later counts, as
-    never lowering a size is the safe side): a failed or deleted replacement must not size
-    the next ``up``. Two running groups of one pool (a replacement under way) give the larger size.
-    """
+    """Each pool's node group and its desired size as EKS reports them now; pools without one are absent."""
     if cluster_name not in (aws.eks.get_clusters().names or []):
         return {}
     groups = aws.eks.get_node_groups(cluster_name=cluster_name).names or []

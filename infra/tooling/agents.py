@@ -1,15 +1,8 @@
-"""Every agent, every pool: on which node groups does each DaemonSet the stack installs land?
-
-Reads the (type, name, props) triples that both the offline preview and the CrossGuard
-pack see. Node groups become scheduling nodes, one per instance type; agents are the
-declared DaemonSets, the device plugin's Release (its pinned chart rendered), the
-modelled add-ons and the EKS-managed DaemonSets (:mod:`infra.tooling.chart_models`).
-A placement that cannot be known is **unknown**, never fine. What is read how, and the
-rules: docs/decisions/0040-agent-placement.md.
-"""
+"""Every agent, every pool: on which node groups does each DaemonSet the stack installs land?"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -115,34 +108,31 @@ def is_gpu_nodepool(props: Mapping[str, Any]) -> bool:
 
 
 def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
-    """A GPU instance type or a GPU ``amiType``: each is enough evidence on its own.
-
-    Instance types first: when they show a GPU, an ``amiType`` not known yet (a custom
-    AMI in the launch template leaves it to AWS) does not stop the check.
-    """
+    """A GPU instance type or a GPU ``amiType``: each is enough evidence on its own."""
     if any(is_gpu_instance_type(t) for t in node_group_props.instance_types(props)):
         return True
     ami_type = props.get("amiType")
     return isinstance(ami_type, str) and bool(GPU_AMI_WORDS & set(ami_type.upper().split("_")))
 
 
-def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
-    """A node group's nodes, one per instance type, offering what a real one would.
+def _type_node(name: str, t: str, labels: Mapping[str, str], gpus: int | None, eks_taints: Any = ()) -> Node:
+    """A node of instance type ``t`` advertising ``gpus`` (default: the type's own), arm64 on Graviton."""
+    return Node.from_node_group(
+        f"{name}/{t}",
+        labels=labels,
+        eks_taints=eks_taints,
+        instance_type=t,
+        arch="arm64" if t in ARM_NVIDIA or t in ARM_SYSTEM else "amd64",
+        gpus=gpus if gpus is not None else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
+    )
 
-    A pool's ``nvidia.com/gpu`` is what its node group tells the autoscaler
-    (``node-template/resources``: GPUs x time-slicing replicas), else the type's GPUs.
-    """
+
+def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
+    """A node group's nodes, one per instance type, offering what a real one would."""
+    labels, taints = node_group_props.labels(props), node_group_props.taints(props)
     advertised = node_group_props.advertised_gpus(props)
     return tuple(
-        Node.from_node_group(
-            f"{name}/{t}",
-            labels=node_group_props.labels(props),
-            eks_taints=node_group_props.taints(props),
-            instance_type=t,
-            arch="arm64" if t in ARM_NVIDIA or t in ARM_SYSTEM else "amd64",
-            gpus=advertised if advertised is not None else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
-        )
-        for t in node_group_props.instance_types(props)
+        _type_node(name, t, labels, advertised, taints) for t in node_group_props.instance_types(props)
     )
 
 
@@ -169,55 +159,36 @@ def nodepool_nodes(name: str, props: Mapping[str, Any], gpus: int | None = None)
     """A Karpenter NodePool's nodes, one per instance type it may launch: its template's labels and taints;
     ``gpus``: what a NodeOverlay says they advertise, else the type's GPUs."""
     labels, taints, types = nodepool_template(props)
-    nodes = []
-    for t in types:
-        node = Node.from_node_group(
-            f"{name}/{t}",
-            labels={**labels, "karpenter.sh/nodepool": nodepool_name(name, props)},
-            instance_type=t,
-            arch="arm64" if t in ARM_NVIDIA or t in ARM_SYSTEM else "amd64",
-            gpus=gpus if gpus is not None else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
-        )
-        nodes.append(
-            Node(name=node.name, labels=node.labels, taints=tuple(taints), allocatable=node.allocatable)
-        )
-    return tuple(nodes)
+    labels = {**labels, "karpenter.sh/nodepool": nodepool_name(name, props)}
+    return tuple(dataclasses.replace(_type_node(name, t, labels, gpus), taints=tuple(taints)) for t in types)
+
+
+def _nodes_of(typ: str, name: str, props: Mapping[str, Any], slots: Mapping[str, int]) -> tuple[Node, ...]:
+    if typ == NODEPOOL:
+        return nodepool_nodes(name, props, slots.get(nodepool_name(name, props)))
+    return group_nodes(name, props) if typ == NODE_GROUP else ()
 
 
 def declared_nodes(resources: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[Node]:
     """One node per node group or NodePool and instance type, offering what a real one would."""
     slots = overlay_gpus(resources)
-    return [
-        node
-        for typ, name, props in resources
-        for node in (
-            group_nodes(name, props)
-            if typ == NODE_GROUP
-            else nodepool_nodes(name, props, slots.get(nodepool_name(name, props)))
-            if typ == NODEPOOL
-            else ()
-        )
-    ]
+    return [node for typ, name, props in resources for node in _nodes_of(typ, name, props, slots)]
 
 
 def groups_of(resources: Iterable[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Group]:
     """The stack's node groups and Karpenter NodePools as nodes carrying exactly the declared labels and taints."""
     resources = list(resources)
     slots = overlay_gpus(resources)
+    gpu = {
+        NODE_GROUP: lambda p: (
+            is_gpu_node_group(p) or node_group_props.labels(p).get(placement.key) == placement.value
+        ),
+        NODEPOOL: is_gpu_nodepool,
+    }
     groups = [
-        Group(
-            name,
-            is_gpu_node_group(props) or node_group_props.labels(props).get(placement.key) == placement.value,
-            group_nodes(name, props),
-        )
+        Group(name, gpu[typ](props), _nodes_of(typ, name, props, slots))
         for typ, name, props in resources
-        if typ == NODE_GROUP
-    ] + [
-        Group(
-            name, is_gpu_nodepool(props), nodepool_nodes(name, props, slots.get(nodepool_name(name, props)))
-        )
-        for typ, name, props in resources
-        if typ == NODEPOOL
+        if typ in gpu
     ]
     return sorted(groups, key=lambda g: g.name)
 
@@ -257,11 +228,7 @@ def _contains_none(value: Any) -> bool:
 
 
 def _unknown_scheduling(pod: Mapping[str, Any]) -> bool:
-    """A scheduling field that is present but holds None somewhere: an unknown the policy pack turned into None.
-
-    Kubernetes has no null in these fields (and Pulumi drops None inputs), so None
-    here means "not known yet", not "not set". Containers count for their GPU requests.
-    """
+    """A scheduling field that is present but holds None somewhere: an unknown the policy pack turned into None."""
     if any(key in pod and _contains_none(pod[key]) for key in SCHEDULING_FIELDS):
         return True
     for key in ("containers", "initContainers"):
@@ -301,11 +268,7 @@ def _annotated(props: Mapping[str, Any]) -> str | None:
 
 
 def daemonset_intent(props: Mapping[str, Any], pod: Mapping[str, Any], placement: Placement) -> str:
-    """Where a DaemonSet is meant to run: its annotation, else inferred from what it asks for.
-
-    Asking for GPUs, selecting GPU nodes (contract label, pool label, GPU instance
-    types) or tolerating the GPU taint means GPU nodes; anything else, every node.
-    """
+    """Where a DaemonSet is meant to run: its annotation, else inferred from what it asks for."""
     if (annotated := _annotated(props)) is not None:
         return annotated
     gpu_toleration = any(

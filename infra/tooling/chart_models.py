@@ -1,13 +1,4 @@
-"""Where each node agent the platform installs would schedule: its DaemonSets' scheduling fields.
-
-The agents come as Helm releases or EKS add-ons, so Pulumi (and a policy pack) sees only
-their inputs, never the DaemonSets. The NVIDIA device plugin's chart is pinned
-(``infra/tooling/pinned_chart.py``), so its DaemonSets are what ``helm template`` of that
-chart renders with the Release's values. The add-ons' charts
-are not pinned here (EKS serves them), so their scheduling defaults are modelled, each
-naming the file and version it was read from; re-read them when you bump a version
-(docs/decisions/0025).
-"""
+"""Where each node agent the platform installs would schedule: its DaemonSets' scheduling fields."""
 
 from __future__ import annotations
 
@@ -208,11 +199,7 @@ def _pod(
 
 
 def cloudwatch_pods(configuration: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The DaemonSet pod (scheduling fields only) of each enabled component, by DaemonSet name.
-
-    A component's ``tolerations`` wins when it is set at all (``dig "tolerations" nil``),
-    else the root list applies.
-    """
+    """The DaemonSet pod (scheduling fields only) of each enabled component, by DaemonSet name."""
     values = helm_merge(CLOUDWATCH_DEFAULTS, configuration)
     pods = {}
     for ds, path in CLOUDWATCH_DAEMONSETS.items():

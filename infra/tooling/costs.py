@@ -1,11 +1,4 @@
-"""What the declared node groups cost per hour and per month, at their minimum and maximum sizes.
-
-Pure: reads the node groups' inputs and the price table of ``infra.platform.instance_types``.
-A group at its minimum is priced with its cheapest listed type and at its maximum with its
-dearest, so the two figures bound what the autoscaler can run (Spot at the on-demand rate,
-an upper bound). Nodes only: no EBS, NAT, EKS fee or CloudWatch. A type without a price is
-shown as "no price", and every total that would need it says it is partial.
-"""
+"""What the declared node groups cost per hour and per month, at their minimum and maximum sizes."""
 
 from __future__ import annotations
 

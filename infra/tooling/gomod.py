@@ -1,9 +1,4 @@
-"""Files shipped inside Go modules pinned by a folder's go.mod + go.sum, from the Go module cache.
-
-``go mod download -json`` in the folder whose go.mod pins the module returns its directory,
-downloading it first (checked against go.sum) when the cache lacks it. Pure of any checkout:
-the tooling ships its own pins (``chart-pins/``), ``localcluster/`` passes its folders.
-"""
+"""Files shipped inside Go modules pinned by a folder's go.mod + go.sum, from the Go module cache."""
 
 from __future__ import annotations
 

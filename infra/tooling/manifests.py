@@ -1,10 +1,4 @@
-"""Kubernetes objects as a cluster receives them, and their check against the API schema.
-
-Turns a recorded registration of a ``kubernetes:`` resource into the manifest the provider
-would send (``kubectl apply`` form), and validates it with ``kubernetes-validate`` against
-the JSON schemas of a given Kubernetes version, strict, so an unknown field is an error as
-it is for ``kubectl apply --validate=strict`` (decision 0046).
-"""
+"""Kubernetes objects as a cluster receives them, and their check against the API schema."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""A node group's properties as the rules read them: the well-formed parts, and what is malformed, in words.
-
-The rules see any program's node groups, written by hand or by another tool, so a taint in the
-Kubernetes spelling (``NoSchedule``), labels given as a list or sizes given as text must give a
-finding naming the setting and what EKS takes, never a crash (issue 26, item 5). What EKS takes
-is botocore's model of CreateNodegroup (shapes ``Taint``, ``labelsMap``, ``NodegroupScalingConfig``);
-the effect spelling lives in ``placement.EKS_TO_K8S_EFFECT``. A value not known yet (None: the
-pack's stack rules see unknowns so) is no finding: it is judged once known.
-"""
+"""A node group's properties as the rules read them: the well-formed parts, and what is malformed, in words."""
 
 from __future__ import annotations
 
@@ -114,15 +106,13 @@ def _taint_problems(index: int, taint: Any) -> Iterator[str]:
 
 
 def _label_problems(given: Any) -> Iterator[str]:
-    if given is None:
-        return
-    if not isinstance(given, Mapping):
+    if given is not None and not isinstance(given, Mapping):
         yield f"labels must be a map of text to text, got {given!r}"
-        return
-    for key, value in given.items():
-        if value is not None and not isinstance(value, str):
-            quoted = f' (in quotes: "{str(value).lower()}")' if isinstance(value, bool) else ""
-            yield f"labels.{key} must be text{quoted}, got {value!r}"
+    elif given:
+        for key, value in given.items():
+            if value is not None and not isinstance(value, str):
+                quoted = f' (in quotes: "{str(value).lower()}")' if isinstance(value, bool) else ""
+                yield f"labels.{key} must be text{quoted}, got {value!r}"
 
 
 def _scaling_problems(given: Any) -> Iterator[str]:

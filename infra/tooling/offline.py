@@ -1,10 +1,4 @@
-"""Run a Pulumi program on Pulumi's own mock engine and record what it would ask for.
-
-The offline half of ``pulumi preview``, used by the tests and ``python -m infra.tooling.preview``:
-every registration with its parent, provider, options and exact inputs (as the provider would
-receive them), and the stack outputs. Values only a cloud can tell (ARNs, IDs) come back as
-``computed(...)`` placeholders, which is all a preview can know of them too.
-"""
+"""Run a Pulumi program on Pulumi's own mock engine and record what it would ask for."""
 
 from __future__ import annotations
 
@@ -59,11 +53,7 @@ def platform_contract(stack: str) -> dict[str, Any] | None:
 
 
 def platform_outputs(stack: str) -> dict[str, Any]:
-    """What a platform stack exports (see ``__main__.py``), as a consumer reads it back.
-
-    When ``stack`` (``org/project/stack``) names this repository's platform project and that
-    stack file exists, the placement is the one its config really exports, pools included.
-    """
+    """What a platform stack exports (see ``__main__.py``), as a consumer reads it back."""
     from infra.workloads.placement import DEFAULT_PLACEMENT
 
     parts, project_file = stack.split("/"), PLATFORM_ROOT / "Pulumi.yaml"
@@ -242,11 +232,7 @@ def run_program(
     preview: bool = False,
     secret_keys: Sequence[str] = (),
 ) -> Run:
-    """Run ``program`` (a function declaring resources) and return every registration.
-
-    ``config`` maps ``namespace:key`` to values, as ``Pulumi.<stack>.yaml`` does;
-    non-string values are passed as JSON, the way the CLI passes objects.
-    """
+    """Run ``program`` (a function declaring resources) and return every registration."""
     monitor = _Monitor()
     # A fresh root Stack per run, so one program's exports never show up in the next.
     pulumi.runtime.reset_options(project=project, stack=stack, preview=preview)

@@ -1,12 +1,4 @@
-"""The NVIDIA device plugin's chart at the version the tooling pins, rendered by helm.
-
-The chart ships inside its Go module (``deployments/helm/nvidia-device-plugin``);
-``chart-pins/go.mod`` pins the module and ``go.sum`` its checksum. Both are package data,
-so the offline preview and the policy pack render the pinned chart wherever the package is
-installed: the chart comes from the Go module cache, verified, with no Helm repository
-reached. helm is ``$EKS_GPU_HELM``, else the one a checkout builds (``localcluster/build
-helm``), else ``helm`` on PATH.
-"""
+"""The NVIDIA device plugin's chart at the version the tooling pins, rendered by helm."""
 
 from __future__ import annotations
 

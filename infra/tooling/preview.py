@@ -1,14 +1,4 @@
-"""Offline preview: what ``pulumi up`` would create, with no cloud account and no Pulumi CLI.
-
-Runs each Pulumi program (the platform at the repository root and every project in
-``stacks/``) with its ``Pulumi.<stack>.yaml`` on Pulumi's mock engine, one after the
-other, then prints the resource tree, the GPU-relevant inputs, a placement table, where
-each node agent lands, the node groups' cost and the policy pack's verdict, and writes
-every Kubernetes object as YAML (schema-checked for the cluster's version), each Helm
-release's values and one JSON file of all resources.
-
-    python -m infra.tooling.preview --stack dev [--out preview-out] [--project DIR ...]
-"""
+"""Offline preview: what ``pulumi up`` would create, with no cloud account and no Pulumi CLI."""
 
 from __future__ import annotations
 
@@ -267,12 +257,7 @@ def write_outputs(run: Run, out: Path, kubernetes_version: str) -> int:
 
 
 def policy_input(project: str, stack: str, run: Run) -> tuple[list[tuple[str, str, Any]], Links]:
-    """What the engine shows the pack of one project's stack: (resources, links); no contract of ours.
-
-    The resources' inputs, plus the root stack with its outputs (in ``AnalyzeStack`` the
-    ``pulumi:pulumi:Stack`` resource's properties are the stack's outputs: that is where
-    a platform declares its contract), and their parents and dependencies.
-    """
+    """What the engine shows the pack of one project's stack: (resources, links); no contract of ours."""
     key_of = {r.urn: resource_key(r.type, r.name) for r in run.resources}
     root = (STACK, f"{project}-{stack}", _secrets(run.stack_outputs, reveal=True))
     links = Links(
@@ -287,12 +272,7 @@ def policy_input(project: str, stack: str, run: Run) -> tuple[list[tuple[str, st
 def project_report(
     name: str, stack: str, run: Run, nodes: list[Node], region: str | None = None
 ) -> tuple[list[str], int]:
-    """One project's report as printed blocks, in order, and its mandatory violations.
-
-    The agents table and the policy section judge by the same contract, the one the stack
-    itself declares (:func:`declared_contracts`), as the pack judges the stack; the agents
-    table by the first, should the stack declare several.
-    """
+    """One project's report as printed blocks, in order, and its mandatory violations."""
     policy_resources, links = policy_input(name, stack, run)
     contracts = declared_contracts(policy_resources, links)
     blocks = [f"\n== {name} ({stack}): {len(run.resources)} resources", "\n".join(_tree(run))]
@@ -375,11 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _cli() -> NoReturn:
-    """``main`` as a short-lived command: no cyclic GC, no interpreter teardown (decision 0026).
-
-    The run allocates ~1M long-lived objects and almost no cyclic garbage: the collector only
-    slows the imports, and the teardown frees them one by one (~0.5 s) where the OS does at once.
-    """
+    """``main`` as a short-lived command: no cyclic GC, no interpreter teardown (decision 0026)."""
     gc.disable()
     code = main()
     sys.stdout.flush()

@@ -1,8 +1,4 @@
-"""What ML teams' stacks import: the contract, the pure merge, the components.
-
-Depends on ``pulumi`` and ``pulumi-kubernetes`` only; nothing here imports
-:mod:`infra.platform` or :mod:`infra.tooling`.
-"""
+"""What ML teams' stacks import: the contract, the pure merge, the components."""
 
 from __future__ import annotations
 

@@ -1,16 +1,4 @@
-"""Which of a component's resource options its children get, since Pulumi hands on only a few.
-
-The Python SDK gives a child its parent's ``protect``, providers and ``transformations``/
-``transforms`` (pulumi ``resource.py``, ``Resource.__init__``), and the engine its parent's
-``deletedWith`` and ``retainOnDelete`` too (pkg/v3 v3.276.0 ``resource/deploy/source_eval.go``
-``inheritFromParent``; ``tests/workloads/test_engine_inherits.py`` asks the built CLI). A
-component's ``depends_on``, ``ignore_changes``, ``replace_on_changes`` and
-``delete_before_replace`` reach no child: they act on the component alone, which has no inputs
-and nothing to delete. So the components hand them on (docs/components.md, "Resource options"):
-``depends_on``, ``retain_on_delete`` and ``deleted_with`` to every child (the last two the same
-as the engine's, said once for any CLI), the others, which name the Kubernetes object's fields,
-to the Deployment or Job.
-"""
+"""Which of a component's resource options its children get, since Pulumi hands on only a few."""
 
 from __future__ import annotations
 

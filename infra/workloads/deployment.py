@@ -1,10 +1,4 @@
-"""The Deployment spec around a placed pod template: pure, what ``GpuDeployment`` declares.
-
-Besides placing the template it defaults the rollout so an update never needs a
-spare GPU node, and the progress deadline to as long as Pulumi waits. The apps/v1
-rules are the API server's, except the selector's: changing it replaces the Deployment,
-deleting the running one first (docs/decisions/0010-kubernetes-rules-stay-with-the-api-server.md).
-"""
+"""The Deployment spec around a placed pod template: pure, what ``GpuDeployment`` declares."""
 
 from __future__ import annotations
 
@@ -107,11 +101,7 @@ def _check_selector(selector: Any, template: Any) -> None:
 
 
 def _progress_deadline(spec: dict[str, Any], default: int) -> None:
-    """Default ``progressDeadlineSeconds`` to the rollout budget, and beyond ``minReadySeconds``.
-
-    The API requires it above ``minReadySeconds`` (``ValidateDeploymentSpec``): a long
-    ``minReadySeconds`` grows the default rather than leaving a value the API refuses.
-    """
+    """Default ``progressDeadlineSeconds`` to the rollout budget, and beyond ``minReadySeconds``."""
     deadline, min_ready = spec.get("progressDeadlineSeconds"), spec.get("minReadySeconds")
     if deadline is None and known(min_ready):
         spec["progressDeadlineSeconds"] = max(default, (min_ready or 0) + MIN_READY_MARGIN_SECONDS)
@@ -126,11 +116,7 @@ def place_deployment_spec(
     security_profile: str | None = None,
     rolling_update_defaults: bool = True,
 ) -> dict[str, Any]:
-    """Check that ``spec`` is a Deployment spec and place its pod template on GPU nodes.
-
-    Takes camelCase or snake_case dicts or ``k8s.apps.v1.DeploymentSpecArgs``;
-    returns Kubernetes' camelCase form.
-    """
+    """Check that ``spec`` is a Deployment spec and place its pod template on GPU nodes."""
     wire, placed_on, gpus, profile = prepare(
         spec, DeploymentSpecArgs, "place_deployment_spec", placement, gpus, security_profile
     )

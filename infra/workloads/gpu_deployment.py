@@ -1,9 +1,4 @@
-"""``GpuDeployment``: a Kubernetes Deployment whose pods land on GPU nodes and only there.
-
-Thin over :mod:`infra.workloads.deployment`, with the steps every GPU component takes
-(:mod:`infra.workloads.component`); adds a PodDisruptionBudget when there is more than one pod,
-and leaves ``spec.replicas`` to a HorizontalPodAutoscaler (or KEDA) with ``autoscaled``.
-"""
+"""``GpuDeployment``: a Kubernetes Deployment whose pods land on GPU nodes and only there."""
 
 from __future__ import annotations
 

@@ -1,14 +1,4 @@
-"""Refuse x86-only images before a GPU node is paid for.
-
-The GPU nodes are g5g (linux/arm64); an amd64-only image scales one up and dies with
-``exec format error``. Each container image of a ``GpuDeployment``/``GpuJob`` is looked up
-(:mod:`infra.workloads.oci`) once per process. What cannot be judged (unreachable, 429, no
-credentials, no such tag yet) is a warning saying so, never a refusal; mode
-``EKS_GPU_IMAGE_CHECK`` or config ``eks-gpu:imageCheck``: ``warn`` (default), ``strict``
-(those become errors), ``off``. Registries are contacted only under a real engine; under
-mocks or none, only loopback registries, and only when the mode is set explicitly.
-``check_image_architecture=False`` on a component skips it there.
-"""
+"""Refuse x86-only images before a GPU node is paid for."""
 
 from __future__ import annotations
 
@@ -119,12 +109,7 @@ def image_check_mode() -> tuple[str, bool]:
 
 
 class ImageChecker:
-    """Looks images up once each (per instance) and turns the answers into verdicts.
-
-    ``online``: None decides per lookup (real engine: any registry; otherwise loopback
-    registries only, and only when the mode was set explicitly); True allows any
-    registry (policy tooling, scripts); False allows loopback registries only.
-    """
+    """Looks images up once each (per instance) and turns the answers into verdicts."""
 
     def __init__(self, client: RegistryClient | None = None, *, online: bool | None = None) -> None:
         self.client = client or RegistryClient(
@@ -194,11 +179,7 @@ def reset_default_checker() -> None:
 
 
 def pod_images(pod_spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """(container, image) for every init container and container of a Kubernetes-form pod spec.
-
-    A container is named by its ``name`` (``"fetch (init)"`` for init containers),
-    or by its position when it has none; an image not known yet is returned as is.
-    """
+    """(container, image) for every init container and container of a Kubernetes-form pod spec."""
     found: list[tuple[str, Any]] = []
     for field_name, suffix in (("initContainers", " (init)"), ("containers", "")):
         containers = pod_spec.get(field_name) or []
@@ -215,11 +196,7 @@ def pod_images(pod_spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def check_pod_images(pod_spec: Mapping[str, Any], checker: ImageChecker) -> list[ImageVerdict]:
-    """One verdict per container (init containers first), for any pod landing on GPU nodes.
-
-    Pure apart from the checker's lookups: policy tooling passes its own checker
-    (e.g. ``ImageChecker(online=True)``); the components use :func:`default_checker`.
-    """
+    """One verdict per container (init containers first), for any pod landing on GPU nodes."""
     return [checker.check(image, label) for label, image in pod_images(pod_spec)]
 
 
@@ -270,13 +247,7 @@ def _enforce(owner: str, verdicts: list[ImageVerdict], mode: str, reported: set[
 
 
 def check_workload_images(owner: str, args: A, spec_type: Any) -> A:
-    """The components' one call: check ``args.spec``'s pod template images; return the args to use.
-
-    Known images are checked now, before anything is declared (a refusal raises
-    :class:`ImageArchitectureError`). If some image is an Output, the returned args (a
-    copy) carry a spec that resolves only after those images passed, so the workload is
-    never declared with a refused image. ``spec_type`` is the spec's Args class.
-    """
+    """The components' one call: check ``args.spec``'s pod template images; return the args to use."""
     if not args.check_image_architecture:  # type: ignore[attr-defined]
         return args
     mode, explicit = image_check_mode()

@@ -1,11 +1,4 @@
-"""The Job spec around a placed pod template: pure, what ``GpuJob`` declares.
-
-Training and batch inference run to completion, so a Job's pods restart Never
-unless the spec says otherwise. The batch/v1 rules are the API server's
-(docs/decisions/0010-kubernetes-rules-stay-with-the-api-server.md) except two kinds
-refused here: what ``replace_unready`` needs to compute its wait, and a restart policy
-or selector the API refuses, since changing those replaces the Job, deleting it first.
-"""
+"""The Job spec around a placed pod template: pure, what ``GpuJob`` declares."""
 
 from __future__ import annotations
 
@@ -45,12 +38,7 @@ DEFAULT_GRACE_SECONDS = 30
 
 
 def replace_unready_wait(spec: Any) -> int:
-    """Seconds ``pulumi up`` must wait on a Job so that, when it stops, the Job has completed or failed.
-
-    ``replaceUnready`` replaces any Job that is not Complete, a running one too; a Job cannot
-    outlive ``activeDeadlineSeconds`` (then it fails, DeadlineExceeded, once its pods have
-    terminated), so waiting deadline + grace period + margin only ever leaves a failed Job.
-    """
+    """Seconds ``pulumi up`` must wait on a Job so that, when it stops, the Job has completed or failed."""
     where = "replace_unready=True"
     if not known(spec) or not isinstance(spec, Mapping):
         raise PodSpecError(f"{where} needs the Job spec known when the program runs (not an Output)")
@@ -142,11 +130,7 @@ def place_job_spec(
     pool: str | None = None,
     security_profile: str | None = None,
 ) -> dict[str, Any]:
-    """Check that ``spec`` is a Job spec and place its pod template on GPU nodes.
-
-    Takes camelCase or snake_case dicts or ``k8s.batch.v1.JobSpecArgs``; returns
-    Kubernetes' camelCase form. ``restartPolicy`` defaults to Never.
-    """
+    """Check that ``spec`` is a Job spec and place its pod template on GPU nodes."""
     wire, placed_on, gpus, profile = prepare(
         spec, JobSpecArgs, "place_job_spec", placement, gpus, security_profile
     )

@@ -1,11 +1,4 @@
-"""A small, read-only OCI distribution client: which platforms does an image have?
-
-Used by :mod:`infra.workloads.images` to catch x86-only images before a GPU node is paid
-for: GET a manifest (index or single), GET a config blob, and the token dance. HTTP is
-``urllib.request`` (CONNECT proxies, verified TLS, redirects, socket timeouts) with our rules
-on top: plain HTTP only to loopback, ``Authorization`` only to its own host, a deadline per
-image, every body checked against its digest and size-capped. Why, and what is urllib's:
-docs/decisions/0033-oci-client.md. :attr:`RegistryClient.round_trips` records every exchange."""
+"""A small, read-only OCI distribution client: which platforms does an image have?"""
 
 from __future__ import annotations
 
@@ -65,13 +58,7 @@ class ReferenceError(ValueError):
 
 
 class RegistryError(Exception):
-    """The registry could not answer: ``kind`` says why, so callers can word a warning.
-
-    Kinds: ``unreachable`` (DNS, connect, TLS, timeout), ``rate-limited`` (429),
-    ``unauthorized`` (401/403 after auth), ``not-found`` (404), ``insecure`` (would
-    need plain HTTP to a non-loopback host), ``credentials`` (no way to get
-    credentials), ``protocol`` (an answer that is not a valid OCI object).
-    """
+    """The registry could not answer: ``kind`` says why, so callers can word a warning."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -221,13 +208,7 @@ class RegistryClient:
     # -- public API -------------------------------------------------------------------------
 
     def platforms(self, ref: Reference) -> Platforms:
-        """The platforms ``ref`` offers: from the index if it is one, else from the config blob.
-
-        Index entries without a ``platform`` (it is OPTIONAL) are resolved by fetching the
-        child, within :data:`MAX_INDEX_DEPTH` and :data:`MAX_CHILD_LOOKUPS`. If one cannot
-        be resolved and nothing found runs on arm64, the answer is an error (not checked),
-        never a refusal built on a guess.
-        """
+        """The platforms ``ref`` offers: from the index if it is one, else from the config blob."""
         stop = time.monotonic() + self.deadline
         media_type, body, digest = self.manifest(ref, stop)
         document = _json(body, f"manifest of {ref}")

@@ -1,8 +1,4 @@
-"""The GPU placement contract: the one place the GPU taint and label are defined.
-
-Node groups (in the EKS API's spelling), the device plugin, the components, the policy pack and the
-scheduling checks all read it; it has no cloud imports, so it works anywhere.
-"""
+"""The GPU placement contract: the one place the GPU taint and label are defined."""
 
 from __future__ import annotations
 
@@ -60,12 +56,7 @@ def gpu_count(value: object, setting: str, error: type[ValueError] = PlacementEr
 
 @dataclass(frozen=True)
 class GpuPool:
-    """A set of GPU nodes that are alike: same GPUs per node, same sharing, same capacity type.
-
-    Pods pick a pool by the node label ``eks-gpu/pool=<name>``; the numbers let consumers refuse a
-    pod no node of the pool could ever run. A pool checks its own values, however it is built
-    (the stack config, a stack output through :meth:`Placement.from_dict`, or Python).
-    """
+    """A set of GPU nodes that are alike: same GPUs per node, same sharing, same capacity type."""
 
     name: str
     gpus_per_node: int
@@ -143,12 +134,7 @@ def _pool_from_dict(name: object, data: object) -> GpuPool:
 
 @dataclass(frozen=True)
 class Placement:
-    """Where GPU pods go: nodes labelled and tainted ``key=value``, optionally split into pools.
-
-    The defaults are the blog post's ``GPU=true``; platforms with another naming scheme set ``key``
-    and ``value`` once and every consumer follows. Every pool's nodes carry ``key=value`` too (and
-    its taint), plus ``eks-gpu/pool=<name>``.
-    """
+    """Where GPU pods go: nodes labelled and tainted ``key=value``, optionally split into pools."""
 
     key: str = "GPU"
     value: str = "true"

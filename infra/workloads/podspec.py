@@ -1,9 +1,4 @@
-"""Apply the placement contract to a pod spec: pure, so every workload kind can use it.
-
-Works on Kubernetes' camelCase form (:mod:`infra.workloads.wire` turns the other forms into it).
-Inside the components a value may be :data:`UNKNOWN` (an Output not known yet): the checks that
-need it are skipped, so the same code checks eagerly at declaration and again on the resolved spec.
-"""
+"""Apply the placement contract to a pod spec: pure, so every workload kind can use it."""
 
 from __future__ import annotations
 
@@ -221,14 +216,7 @@ def place_pod_spec(
     where: str = "spec",
 ) -> dict[str, Any]:
     """Return a copy of ``pod_spec`` (camelCase or snake_case dict, or ``PodSpecArgs``) that lands on
-    GPU nodes only and asks for its GPUs, in Kubernetes' camelCase form.
-
-    The contract's nodeSelector entry and toleration are added, every user entry kept (a contradicting
-    selector or affinity is refused); ``nvidia.com/gpu`` requests equal limits wherever declared, else
-    the first container gets ``gpus`` (default 1); ``pool`` pins the pod to one GPU pool, and without
-    it pods are kept off pools that cannot give them their GPUs; ``security_profile``
-    (:mod:`infra.workloads.security`) fills securityContext defaults the user did not set.
-    """
+    GPU nodes only and asks for its GPUs, in Kubernetes' camelCase form."""
     from pulumi_kubernetes.core.v1 import PodSpecArgs
 
     pod, placed_on, gpus, profile = prepare(
@@ -277,12 +265,7 @@ SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
 def check_selector_matches(selector: Any, template: Any, kind: str) -> None:
-    """Refuse a ``spec.selector`` that misses ``spec.template.metadata.labels``, as the API does.
-
-    Kept though the API refuses it too: a changed selector replaces the workload, and
-    pulumi-kubernetes deletes a named one before the API sees the new one (decision 0010).
-    Only known values are compared.
-    """
+    """Refuse a ``spec.selector`` that misses ``spec.template.metadata.labels``, as the API does."""
     metadata = template.get("metadata") if isinstance(template, Mapping) else UNKNOWN
     if not (known(selector) and isinstance(selector, Mapping) and known(metadata)):
         return

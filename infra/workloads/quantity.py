@@ -1,9 +1,4 @@
-"""Kubernetes resource quantities (``"1"``, ``"1000m"``, ``"1e0"``, ``"2Ki"``) as exact numbers.
-
-Parsed as apimachinery's ``resource.ParseQuantity`` does into a :class:`fractions.Fraction`, so the GPU
-checks judge ``nvidia.com/gpu`` as the API does (``"1000m"`` is one GPU). The workload install has no
-library for this (``pulumi`` + ``pulumi-kubernetes`` only).
-"""
+"""Kubernetes resource quantities (``"1"``, ``"1000m"``, ``"1e0"``, ``"2Ki"``) as exact numbers."""
 
 from __future__ import annotations
 

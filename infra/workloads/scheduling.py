@@ -1,9 +1,4 @@
-"""Could a pod land on a node? kube-scheduler's filters that decide GPU placement, in pure Python.
-
-TaintToleration, NodeAffinity (with nodeSelector) and NodeResourcesFit for ``nvidia.com/gpu``, so
-tests, the offline preview and the autoscaler checks can show where a pod would go without a
-cluster; tests/cluster/test_scheduling_differential.py holds it to the real scheduler.
-"""
+"""Could a pod land on a node? kube-scheduler's filters that decide GPU placement, in pure Python."""
 
 from __future__ import annotations
 

@@ -1,16 +1,4 @@
-"""What this package reads from the Pulumi SDK beyond ``pulumi.Config``, in one place.
-
-Config goes through ``pulumi.runtime``'s public functions where they reach. Three needs
-have no public API, so they read SDK internals: the whole config map of an Automation API
-inline program (it reaches the SDK only through ``set_all_config``, never the environment),
-the input-type naming tables (``pulumi._types``, the serializer's own) and whether the
-monitor is the real engine's gRPC stub. Each is looked up when first used, never at import:
-an SDK that moved one still imports ``infra``, and the first use says what is missing
-(:class:`SdkError`) instead of an ImportError in every consumer stack. pyproject.toml has
-no upper bound on pulumi for that reason; ``tests/workloads/test_sdk.py`` names whatever a
-new SDK moves, and ``bin/check-newest-pulumi`` runs it on the newest one on PyPI.
-See docs/decisions/0030 and 0056.
-"""
+"""What this package reads from the Pulumi SDK beyond ``pulumi.Config``, in one place."""
 
 from __future__ import annotations
 
@@ -94,11 +82,7 @@ def missing() -> list[str]:
 
 
 def all_config() -> dict[str, Any]:
-    """Every ``namespace:key`` the engine passed, including ones no program reads.
-
-    The CLI's language host passes ``PULUMI_CONFIG`` and loads it into the SDK; an
-    Automation API inline program gets its config only through ``set_all_config``.
-    """
+    """Every ``namespace:key`` the engine passed, including ones no program reads."""
     return {**pulumi.runtime.get_config_env(), **_internal("pulumi.runtime.config", "CONFIG").get()}
 
 
@@ -109,11 +93,7 @@ def secret_config_keys() -> frozenset[str]:
 
 
 def real_engine() -> bool:
-    """True only under ``pulumi preview``/``up``, where the SDK holds a gRPC stub to the engine's monitor.
-
-    No public API says so: under ``set_mocks`` the monitor is a ``MockMonitor``, with
-    no engine None. Anything but the real stub (or an SDK that moved it) is offline.
-    """
+    """True only under ``pulumi preview``/``up``, where the SDK holds a gRPC stub to the engine's monitor."""
     try:
         from pulumi.runtime.proto.resource_pb2_grpc import ResourceMonitorStub
         from pulumi.runtime.settings import get_monitor

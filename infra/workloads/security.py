@@ -1,10 +1,4 @@
-"""Security profiles for GPU pods: secure defaults that never stop the images people use.
-
-Most ML images (CUDA, PyTorch, vLLM, Triton) run as root, and ``runAsNonRoot: true`` makes the
-kubelet refuse them, so the default is the Pod Security Standards' *baseline*, hardened only where
-a root image cannot notice; *restricted* applies when the pod already runs as non-root, or on
-request. The user's values win key by key; the defaults never make a combination the API refuses.
-"""
+"""Security profiles for GPU pods: secure defaults that never stop the images people use."""
 
 from __future__ import annotations
 
@@ -140,15 +134,7 @@ def _refuse_root_under_restricted(pod: Mapping[str, Any], where: str) -> None:
 
 
 def apply_profile(pod: dict[str, Any], profile: str | None, where: str = "spec") -> str:
-    """Fill ``pod`` (Kubernetes form, a copy the caller owns) with the profile's defaults.
-
-    Returns the profile applied (``None`` resolves to baseline or restricted). An explicit
-    ``restricted`` beside a root user is refused, except in a user namespace (``hostUsers: false``,
-    or not known yet): Pod Security's restricted level allows root there from policy version 1.35
-    (``relaxPolicyForUserNamespacePod``), so ``runAsNonRoot`` is not added either. Only from 1.35:
-    a namespace pinning ``pod-security.kubernetes.io/enforce-version`` below v1.35 still refuses
-    such a root pod (pod-security-admission ``policy/check_runAsNonRoot.go``; docs/components.md).
-    """
+    """Fill ``pod`` (Kubernetes form, a copy the caller owns) with the profile's defaults."""
     user_namespace = pod.get("hostUsers") is False or not known(pod.get("hostUsers"))
     if profile == "restricted" and not user_namespace:
         _refuse_root_under_restricted(pod, where)

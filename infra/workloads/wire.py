@@ -1,11 +1,4 @@
-"""Turn Pulumi inputs (typed Args, snake_case or camelCase dicts) into Kubernetes' own form.
-
-``GpuDeployment`` accepts what ``kubernetes.apps.v1.Deployment`` accepts. To merge
-the contract into it, the spec has to be read in one form: the camelCase dicts
-the provider sends to Kubernetes. The naming rules are the tables of the Pulumi SDK's own
-serializer (through ``infra.workloads.sdk``), so user map keys (labels, nodeSelector) are
-never renamed, exactly as in ``pulumi up``.
-"""
+"""Turn Pulumi inputs (typed Args, snake_case or camelCase dicts) into Kubernetes' own form."""
 
 from __future__ import annotations
 
@@ -54,14 +47,7 @@ def has_outputs(value: Any) -> bool:
 
 
 def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
-    """``value`` in Kubernetes' camelCase form, typed by the Args class ``typ``.
-
-    Outputs become ``unknown`` (e.g. ``infra.workloads.podspec.UNKNOWN``) when given, so a
-    spec can be checked before the engine resolves it; without it they are an error.
-    ``None`` entries are dropped, as the Pulumi SDK drops them before the engine.
-    One field given in two spellings (``nodeSelector`` and ``node_selector``) is a
-    :class:`WireError`: which one Kubernetes should get is not ours to guess.
-    """
+    """``value`` in Kubernetes' camelCase form, typed by the Args class ``typ``."""
     if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
         if unknown is None:
             raise TypeError("to_wire: unresolved Output; resolve it first (Output.from_input(...).apply)")
@@ -94,11 +80,7 @@ def to_wire(value: Any, typ: Any = None, *, unknown: Any = None) -> Any:
 
 
 def whole_numbers(value: Any) -> Any:
-    """``value`` with integral floats as ints, inside Outputs, maps and lists too.
-
-    The engine's wire format has only floats (``gpus: 1`` arrives as ``1.0``); Kubernetes and
-    the checks here read ints as a Python user writes them. ``1.5`` stays a float.
-    """
+    """``value`` with integral floats as ints, inside Outputs, maps and lists too."""
     if isinstance(value, pulumi.Output):
         return value.apply(whole_numbers)
     if isinstance(value, float) and value.is_integer():
