@@ -75,6 +75,7 @@ class GpuJob(pulumi.ComponentResource):
         owner = f"GpuJob({resource_name!r})"
         args = component.read_args(GpuJobArgs, owner, args, kwargs)
         with component.refusals(owner):
+            child_options.refuse_unsupported(opts)
             timeouts_given = component.user_timeouts(args, opts)
             gpus, profile = component.gpu_settings(args)
             _check_job_settings(args)
