@@ -90,7 +90,7 @@ def test_the_pack_stops_an_unplaced_gpu_workload_naming_the_policy_and_the_fix(u
         r"\[mandatory\]\s+gpu-workload-placement\s+\(kubernetes:apps/v1:Deployment: (\S+)\)", output
     )
     assert failed == ["unplaced", "unplaced"], output
-    assert "unplaced requests nvidia.com/gpu but does not tolerate the GPU taint" in output
+    assert "unplaced spec.template.spec requests nvidia.com/gpu but does not tolerate the GPU taint" in output
     assert "add the toleration {'key': 'GPU', 'operator': 'Equal', 'value': 'true'" in output
     assert "does not select GPU nodes: add nodeSelector {'GPU': 'true'}" in output
 
