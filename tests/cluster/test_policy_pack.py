@@ -221,3 +221,55 @@ def test_a_relative_pack_path_is_run_from_the_projects_folder(tmp_path: Path) ->
         assert "eks-gpu-guardrails" in _output(from_project)
     finally:
         stack.remove()
+
+
+MISMATCHED = {
+    "name": "construct-children",
+    "runtime": "yaml",
+    "packages": {"eks-gpu": str(PLATFORM_ROOT / "provider")},
+    "resources": {
+        # Its pods get example.com/accelerator=nvidia; the stack declares GPU=true (its placement output).
+        "server": {
+            "type": "eks-gpu:GpuDeployment",
+            "properties": {
+                "metadata": {"namespace": "default"},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "server"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "server"}},
+                        "spec": {
+                            "containers": [{"name": "m", "image": "nvcr.io/nvidia/tritonserver:24.08-py3"}]
+                        },
+                    },
+                },
+                "placement": {"key": "example.com/accelerator", "value": "nvidia"},
+            },
+        }
+    },
+    "outputs": {"placement": {"key": "GPU", "value": "true"}},
+}
+
+
+def test_children_made_through_construct_are_judged_on_their_own_urn(
+    kube: Kube, platform: Stack, tmp_path: Path
+) -> None:
+    """A YAML program's GpuDeployment, constructed by the eks-gpu package's plugin: its child Deployment
+    is placed for another contract than the stack declares, and the pack fails it on the child's URN."""
+    (tmp_path / "Pulumi.yaml").write_text(json.dumps(MISMATCHED))
+    # kwok never pulls the image, and no test reaches a registry: the arm64 check is off, as in stacks/.
+    (tmp_path / f"Pulumi.{STACK}.yaml").write_text(json.dumps({"config": {"eks-gpu:imageCheck": "off"}}))
+    stack = Stack(tmp_path, STACK)
+    stack.init(secrets={"kubernetes:kubeconfig": local.KUBECONFIG.read_text()})
+    events = tmp_path / "events.jsonl"
+    try:
+        result = _preview(stack, "--policy-pack", str(PACK), "--event-log", str(events))
+    finally:
+        stack.remove()
+    assert result.returncode != 0, _output(result)
+    policy = [json.loads(line).get("policyEvent") for line in events.read_text().splitlines() if line.strip()]
+    failed = {
+        (e["policyName"], e["resourceUrn"]) for e in policy if e and e["enforcementLevel"] == "mandatory"
+    }
+    child = "urn:pulumi:local::construct-children::eks-gpu:index:GpuDeployment$kubernetes:apps/v1:Deployment::server"
+    assert failed == {("gpu-workload-placement", child)}, _output(result)
+    assert "add the toleration {'key': 'GPU'" in _output(result)
