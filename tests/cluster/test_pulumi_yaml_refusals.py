@@ -185,4 +185,5 @@ def test_a_refusal_from_metadata_holds_when_metadata_is_an_output(
         "instead"
     )
     project = _project(tmp_path, program, TRAINING, namespace)
+    kube.delete_namespace(namespace)  # the program creates it: none left by an interrupted run
     _refused_and_nothing_created(kube, project, refusal, namespace, {"kubernetes:core/v1:Namespace"})
