@@ -39,18 +39,32 @@ def _container(value: Any) -> bool:
     return isinstance(value, Mapping) and isinstance(value.get("resources"), Mapping)
 
 
+def _known_items(node: Mapping[str, Any]) -> Iterator[tuple[Any, Any]]:
+    """``node``'s items whose values can be read. pulumi_policy's proxy raises on reading a value not
+    known yet (its ``UnknownValueError``, which this plain module does not import): the walk steps
+    around it, and a pod spec inside is judged once known."""
+    for key in node:
+        try:
+            value = node[key]
+        except Exception:  # see above: only the proxy's unknown values raise here
+            continue
+        yield key, value
+
+
 def is_pod_spec(node: Any) -> bool:
     """A pod spec by its shape: it has ``containers`` (a Pod's spec, any pod template's spec, KServe's
     predictor with containers), or holds a container under another name (KServe's ``predictor.model``)."""
-    return isinstance(node, Mapping) and ("containers" in node or any(_container(v) for v in node.values()))
+    if not isinstance(node, Mapping):
+        return False
+    return any(key == "containers" or _container(value) for key, value in _known_items(node))
 
 
 def _walk(node: Any, path: str, found: list[tuple[str, Mapping[str, Any]]]) -> None:
     if is_pod_spec(node):
         found.append((path, node))
     elif isinstance(node, Mapping):
-        for key in node:
-            _walk(node[key], f"{path}.{key}", found)
+        for key, item in _known_items(node):
+            _walk(item, f"{path}.{key}", found)
     elif _list(node):
         for index, item in enumerate(node):
             _walk(item, f"{path}[{index}]", found)

@@ -501,3 +501,18 @@ def test_a_helm_release_is_advised_naming_what_the_pack_did_not_see() -> None:
         "specs are not judged; use kubernetes.helm.v4.Chart"
     )
     assert "nodeSelector {'GPU': 'true'}" in found.message
+
+
+def test_a_field_not_known_during_preview_beside_the_pod_spec_leaves_it_judged(analyzer) -> None:
+    """Through pulumi_policy's proxy, which raises on reading a value not known yet: the walk for pod
+    specs steps around such values, so an unknown replica count or annotation hides no GPU pod."""
+    unknown = pulumi_policy.proxy.UNKNOWN_STRING_VALUE
+    props = _deployment(GPU_POD)
+    props["spec"] = {
+        **props["spec"],
+        "replicas": unknown,
+        "template": {"metadata": {"annotations": {"a": unknown}}, "spec": GPU_POD},
+    }
+    response = crossguard.analyze_stack(analyzer, [("kubernetes:apps/v1:Deployment", "rogue", props)])
+    failed = [d.message for d in response.diagnostics if crossguard.level(d) == "mandatory"]
+    assert [m.splitlines()[-1].split(" requests ")[0] for m in failed] == ["rogue spec.template.spec"] * 2
