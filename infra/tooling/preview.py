@@ -95,7 +95,8 @@ def workloads_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
     for r in run.resources:
         if r.custom and (pods := pod_specs_of(r.type, r.inputs)):
             name = (r.inputs.get("metadata") or {}).get("name", r.name)
-            found += [(f"{r.type.rsplit(':', 1)[1]}/{name}", pod) for _, pod in pods[:1]]
+            shown = f"{r.type.rsplit(':', 1)[1]}/{name}"
+            found += [(shown if len(pods) == 1 else f"{shown} {path}", pod) for path, pod in pods]
         elif r.type == HELM_RELEASE_TYPE and r.inputs.get("chart") == DEVICE_PLUGIN_CHART:
             try:
                 rendered, _ = device_plugin_daemonsets(r.name, r.inputs)  # None: the agent table says why
