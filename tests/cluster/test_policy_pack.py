@@ -251,25 +251,26 @@ MISMATCHED = {
 
 
 def test_children_made_through_construct_are_judged_on_their_own_urn(
-    kube: Kube, platform: Stack, tmp_path: Path
+    kube: Kube, platform: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A YAML program's GpuDeployment, constructed by the eks-gpu package's plugin: its child Deployment
-    is placed for another contract than the stack declares, and the pack fails it on the child's URN."""
+    is placed for another contract than the stack declares, and the pack fails it on the child's URN
+    (read from the engine's events: `preview --json` streams them with PULUMI_ENABLE_STREAMING_JSON_PREVIEW,
+    as `pulumi preview --help` says)."""
     (tmp_path / "Pulumi.yaml").write_text(json.dumps(MISMATCHED))
     # kwok never pulls the image, and no test reaches a registry: the arm64 check is off, as in stacks/.
     (tmp_path / f"Pulumi.{STACK}.yaml").write_text(json.dumps({"config": {"eks-gpu:imageCheck": "off"}}))
     stack = Stack(tmp_path, STACK)
     stack.init(secrets={"kubernetes:kubeconfig": local.KUBECONFIG.read_text()})
-    events = tmp_path / "events.jsonl"
+    monkeypatch.setenv("PULUMI_ENABLE_STREAMING_JSON_PREVIEW", "true")
     try:
-        result = _preview(stack, "--policy-pack", str(PACK), "--event-log", str(events))
+        result = _preview(stack, "--policy-pack", str(PACK), "--json")
     finally:
         stack.remove()
     assert result.returncode != 0, _output(result)
-    policy = [json.loads(line).get("policyEvent") for line in events.read_text().splitlines() if line.strip()]
-    failed = {
-        (e["policyName"], e["resourceUrn"]) for e in policy if e and e["enforcementLevel"] == "mandatory"
-    }
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    policy = [e["policyEvent"] for e in events if "policyEvent" in e]
+    failed = {(e["policyName"], e["resourceUrn"]) for e in policy if e["enforcementLevel"] == "mandatory"}
     child = "urn:pulumi:local::construct-children::eks-gpu:index:GpuDeployment$kubernetes:apps/v1:Deployment::server"
     assert failed == {("gpu-workload-placement", child)}, _output(result)
-    assert "add the toleration {'key': 'GPU'" in _output(result)
+    assert any("add the toleration {'key': 'GPU'" in e["message"] for e in policy), policy
