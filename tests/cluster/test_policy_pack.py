@@ -250,6 +250,16 @@ MISMATCHED = {
 }
 
 
+def _json_objects(text: str) -> list[dict]:
+    """Each JSON object in a stream of them, however they are laid out."""
+    decoder, found, at = json.JSONDecoder(), [], text.find("{")
+    while at != -1:
+        value, end = decoder.raw_decode(text, at)
+        found.append(value)
+        at = text.find("{", end)
+    return found
+
+
 def test_children_made_through_construct_are_judged_on_their_own_urn(
     kube: Kube, platform: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -268,8 +278,7 @@ def test_children_made_through_construct_are_judged_on_their_own_urn(
     finally:
         stack.remove()
     assert result.returncode != 0, _output(result)
-    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    policy = [e["policyEvent"] for e in events if "policyEvent" in e]
+    policy = [e["policyEvent"] for e in _json_objects(result.stdout) if "policyEvent" in e]
     failed = {(e["policyName"], e["resourceUrn"]) for e in policy if e["enforcementLevel"] == "mandatory"}
     child = "urn:pulumi:local::construct-children::eks-gpu:index:GpuDeployment$kubernetes:apps/v1:Deployment::server"
     assert failed == {("gpu-workload-placement", child)}, _output(result)
