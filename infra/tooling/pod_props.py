@@ -128,8 +128,9 @@ def _gpus_ok(container: Mapping[str, Any]) -> bool:
         given = resources.get(part)
         if given is not None and not isinstance(given, Mapping):
             return False
+        count = _map(given).get(GPU_RESOURCE)
         try:
-            whole_count(_map(given).get(GPU_RESOURCE) or 0)
+            whole_count(count if count is not None else 0)  # None: not known yet; [] or "" is no quantity
         except QuantityError:
             return False
     return True

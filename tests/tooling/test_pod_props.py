@@ -160,6 +160,10 @@ def test_the_pack_never_fails_its_analysis_on_any_workload(
             "containers[0].resources must hold limits and requests",
         ),
         (
+            {"containers": [{"resources": {"limits": {"nvidia.com/gpu": []}}}]},  # empty, not zero
+            "containers[0].resources must hold limits and requests",
+        ),
+        (
             {"affinity": {"nodeAffinity": "GPU"}},
             "affinity.nodeAffinity must be objects and lists as Kubernetes has them",
         ),
