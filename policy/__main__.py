@@ -21,10 +21,10 @@ from infra.tooling.policy_rules import (
     Links,
     RuleSpec,
     placement_from_config,
-    resource_key,
     stack_view,
     violations,
 )
+from infra.tooling.resource_keys import Named
 from infra.workloads.placement import DEFAULT_PLACEMENT
 
 CONFIG_SCHEMA = PolicyConfigSchema(
@@ -59,14 +59,10 @@ def _known(container: Any, key: Any) -> Any:
 
 
 def _links(resources: list[Any]) -> Links:
-    """Parents and dependencies as pulumi_policy resolved them (within the stack)."""
-
-    def key(r: Any) -> str:
-        return resource_key(r.resource_type, r.name)
-
+    """Parents and dependencies as pulumi_policy resolved them (within the stack), by URN."""
     return Links(
-        parents={key(r): key(r.parent) for r in resources if r.parent is not None},
-        dependencies={key(r): [key(d) for d in r.dependencies] for r in resources},
+        parents={r.urn: r.parent.urn for r in resources if r.parent is not None},
+        dependencies={r.urn: [d.urn for d in r.dependencies] for r in resources},
     )
 
 
@@ -81,10 +77,11 @@ def _policy(spec: RuleSpec) -> ResourceValidationPolicy | StackValidationPolicy:
 
     def validate_stack(args: StackValidationArgs, report_violation) -> None:
         override = placement_from_config(spec.name, args.get_config())
-        by_resource = {resource_key(r.resource_type, r.name): r for r in args.resources}
-        triples = [(r.resource_type, r.name, plain(r.props)) for r in args.resources]
+        by_resource = {r.urn: r for r in args.resources}
+        triples = [(r.resource_type, Named(r.name, r.urn), plain(r.props)) for r in args.resources]
         view = stack_view(triples, _links(args.resources), override)
-        judged = triples if spec.stack else [(r.resource_type, r.name, r.props) for r in args.resources]
+        proxied = [(r.resource_type, Named(r.name, r.urn), r.props) for r in args.resources]
+        judged = triples if spec.stack else proxied
         for resource, message in violations(spec, judged, view, skip=(proxy.UnknownValueError,)):
             found = by_resource.get(resource)
             named = message if spec.stack else f"{found.name} {message}"

@@ -13,6 +13,7 @@ from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.node_pools import SYSTEM_LABELS
 from infra.tooling import chart_models, node_group_props, pod_props
 from infra.tooling.manifests import HELM_RELEASE_TYPE as HELM_RELEASE
+from infra.tooling.resource_keys import resource_key
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
 from infra.workloads.quantity import whole_count
 from infra.workloads.scheduling import Node, fits, gpu_limit, tolerates
@@ -278,7 +279,7 @@ def daemonset_intent(props: Mapping[str, Any], pod: Mapping[str, Any], placement
 
 
 def _daemonset_agent(name: str, props: Mapping[str, Any], resource: str, placement: Placement) -> Agent:
-    pod = pod_props.pod_spec(DAEMONSET, props)  # its well-formed parts: the pack names the rest
+    pod = pod_props.workload_pod(props)  # its well-formed parts: the pack names the rest
     metadata = props.get("metadata")
     label = f"DaemonSet/{(metadata.get('name') if isinstance(metadata, Mapping) else None) or name}"
     if _unknown_scheduling(pod):
@@ -363,7 +364,7 @@ def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement
     """Every DaemonSet the resources install, with where it is meant to run and its scheduling fields."""
     found: list[Agent] = []
     for typ, name, props in resources:
-        resource = f"{typ} {name}"
+        resource = resource_key(typ, name)
         if typ == DAEMONSET:
             found.append(_daemonset_agent(name, props, resource, placement))
         elif typ == HELM_RELEASE and props.get("chart") == DEVICE_PLUGIN:

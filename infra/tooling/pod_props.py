@@ -1,6 +1,10 @@
-"""A workload's pod spec as the rules read it: the well-formed parts, and what is malformed, in words.
+"""A workload's pod specs as the rules read them: where they are, their well-formed parts, and what is
+malformed, in words.
 
-The rules see any program's Deployments, Jobs, DaemonSets and Pods, and the provider's Check
+Pod specs are found by their shape, not by kind (:func:`pod_specs`): an apps/v1 or batch/v1
+object, a Pod, a ``*Patch``, a ReplicationController or any custom resource (Kubeflow, KubeRay,
+JobSet, LeaderWorkerSet, KServe, one nobody has heard of) holds them where its schema says. The
+rules see any program's objects, and the provider's Check
 does not hold them to the Kubernetes schema before the pack runs (the API server does, later).
 So tolerations given as text, a nodeSelector given as a list or a GPU limit that is no quantity
 must give a finding naming the field and what Kubernetes takes, never a crashed analysis: the
@@ -30,14 +34,53 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def raw_pod_spec(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The pod template's spec as given, {} where a level on the way is not an object."""
-    spec = _map(props.get("spec"))
-    if resource_type.endswith(":Pod"):
-        return spec
-    if resource_type.endswith(":CronJob"):
-        spec = _map(_map(spec.get("jobTemplate")).get("spec"))
-    return _map(_map(spec.get("template")).get("spec"))
+def _container(value: Any) -> bool:
+    """Shaped like a container that asks for resources: ``{resources: {limits/requests: ...}}``."""
+    return isinstance(value, Mapping) and isinstance(value.get("resources"), Mapping)
+
+
+def _known_items(node: Mapping[str, Any]) -> Iterator[tuple[Any, Any]]:
+    """``node``'s items whose values can be read. pulumi_policy's proxy raises on reading a value not
+    known yet (its ``UnknownValueError``, which this plain module does not import): the walk steps
+    around it, and a pod spec inside is judged once known."""
+    for key in node:
+        try:
+            value = node[key]
+        except Exception:  # see above: only the proxy's unknown values raise here
+            continue
+        yield key, value
+
+
+def is_pod_spec(node: Any) -> bool:
+    """A pod spec by its shape: it has ``containers`` (a Pod's spec, any pod template's spec, KServe's
+    predictor with containers), or holds a container under another name (KServe's ``predictor.model``)."""
+    if not isinstance(node, Mapping):
+        return False
+    return any(key == "containers" or _container(value) for key, value in _known_items(node))
+
+
+def _walk(node: Any, path: str, found: list[tuple[str, Mapping[str, Any]]]) -> None:
+    if is_pod_spec(node):
+        found.append((path, node))
+    elif isinstance(node, Mapping):
+        for key, item in _known_items(node):
+            _walk(item, f"{path}.{key}", found)
+    elif _list(node):
+        for index, item in enumerate(node):
+            _walk(item, f"{path}[{index}]", found)
+
+
+def pod_specs(props: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """Every pod spec in a Kubernetes object's ``spec`` (a PodTemplate's: ``template``), with its path.
+
+    Only those two fields: a Helm chart's ``values`` or a ConfigGroup's ``objs`` are no object of
+    their own (what they make is registered, and judged, as its own resource).
+    """
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for field in ("spec", "template"):
+        if props.get(field) is not None:
+            _walk(props[field], field, found)
+    return found
 
 
 def _toleration_ok(toleration: Any) -> bool:
@@ -85,16 +128,24 @@ def _gpus_ok(container: Mapping[str, Any]) -> bool:
         given = resources.get(part)
         if given is not None and not isinstance(given, Mapping):
             return False
+        count = _map(given).get(GPU_RESOURCE)
         try:
-            whole_count(_map(given).get(GPU_RESOURCE) or 0)
+            whole_count(count if count is not None else 0)  # None: not known yet; [] or "" is no quantity
         except QuantityError:
             return False
     return True
 
 
-def pod_spec(resource_type: str, props: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod spec with only its well-formed scheduling fields; the others are :func:`problems`."""
-    pod = dict(raw_pod_spec(resource_type, props))
+def pod_spec(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod spec with only its well-formed scheduling fields; the others are :func:`problems`.
+
+    Containers under another name (KServe's ``model``) join ``containers``, as the pod gets them.
+    """
+    pod = dict(pod)
+    inline = [v for k, v in pod.items() if k != "containers" and _container(v)]
+    if inline:
+        given = pod.get("containers")
+        pod["containers"] = [*(given if _list(given) else []), *inline]
     selector = pod.get("nodeSelector")
     if selector is not None:
         pod["nodeSelector"] = {
@@ -125,10 +176,10 @@ def _known_gpus(container: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**container, "resources": {**resources, **known}}
 
 
-def problems(resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    """What Kubernetes would refuse in the pod's scheduling fields and GPU requests, in words."""
-    pod = raw_pod_spec(resource_type, props)
-    return list(_problems(pod))
+def problems(props: Mapping[str, Any]) -> list[str]:
+    """What Kubernetes would refuse in each pod spec's scheduling fields and GPU requests, in words,
+    each named by its path (``spec.template.spec.nodeSelector must be ...``)."""
+    return [f"{path}.{problem}" for path, pod in pod_specs(props) for problem in _problems(pod)]
 
 
 def _problems(pod: Mapping[str, Any]) -> Iterator[str]:
@@ -165,3 +216,9 @@ def _problems(pod: Mapping[str, Any]) -> Iterator[str]:
                     f"{field}[{i}].resources must hold limits and requests as maps of resource to a quantity "
                     f"({GPU_RESOURCE}: a whole number), got {container.get('resources')!r}"
                 )
+
+
+def workload_pod(props: Mapping[str, Any]) -> dict[str, Any]:
+    """The well-formed parts of the first pod spec (``{}`` for none): a workload with one pod template."""
+    found = pod_specs(props)
+    return pod_spec(found[0][1]) if found else {}

@@ -23,7 +23,9 @@ from infra.tooling.agents import (
     landings,
     nodepool_template,
 )
+from infra.tooling.manifests import HELM_RELEASE_TYPE, is_manifest_type
 from infra.tooling.node_group_props import labels, problems, taints
+from infra.tooling.resource_keys import resource_key
 from infra.workloads import gpu_deployment, gpu_job
 from infra.workloads.placement import (
     DEFAULT_PLACEMENT,
@@ -41,11 +43,8 @@ AWS_EKS_CLUSTER = "aws:eks/cluster:Cluster"
 """pulumi-aws's plain cluster: secrets encryption is ``encryptionConfig`` (pulumi-eks's: ``encryptionConfigKeyArn``)."""
 GPU_COMPONENTS = (gpu_deployment.TYPE_TOKEN, gpu_job.TYPE_TOKEN)
 CONTROL_PLANE_LOGS = ("api", "audit", "authenticator")
-WORKLOAD_TYPES = {
-    *(f"kubernetes:apps/v1:{kind}" for kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")),
-    *(f"kubernetes:batch/v1:{kind}" for kind in ("Job", "CronJob")),
-    "kubernetes:core/v1:Pod",
-}
+AGENT_KINDS = ("DaemonSet", "DaemonSetPatch")
+"""Node agents: they tolerate every taint on purpose (``gpu-toleration-without-gpu`` leaves them be)."""
 
 Rule = Callable[[str, Mapping[str, Any], Placement], list[str]]
 Resources = Sequence[tuple[str, str, Mapping[str, Any]]]
@@ -53,9 +52,12 @@ StackRule = Callable[[Resources, Placement], list[tuple[str, str]]]
 """Sees every resource of the stack at once; returns (resource, message) pairs."""
 
 
-def pod_spec_of(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The pod spec's well-formed parts (:mod:`infra.tooling.pod_props`): workload-settings names the rest."""
-    return pod_props.pod_spec(resource_type, props)
+def pod_specs_of(resource_type: str, props: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(path, well-formed parts) of every pod spec of a Kubernetes object, found by shape
+    (:mod:`infra.tooling.pod_props`): ``workload-settings`` names the malformed rest."""
+    if not is_manifest_type(resource_type):
+        return []
+    return [(path, pod_props.pod_spec(pod)) for path, pod in pod_props.pod_specs(props)]
 
 
 def _selects(pod: Mapping[str, Any], placement: Placement) -> bool:
@@ -83,19 +85,21 @@ def _tolerates_gpu_taint(pod: Mapping[str, Any], placement: Placement) -> bool:
 
 
 def gpu_workload_placement(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
-    """Mandatory: a workload asking for GPUs tolerates the GPU taint and selects GPU nodes."""
-    pod = pod_spec_of(resource_type, props) if resource_type in WORKLOAD_TYPES else None
-    if not pod or gpu_limit(pod) == 0:
-        return []
+    """Mandatory: every pod spec asking for GPUs, in any Kubernetes object, tolerates the GPU taint and selects GPU nodes."""
     problems = []
-    if not _tolerates_gpu_taint(pod, placement):
-        problems.append(
-            f"requests nvidia.com/gpu but does not tolerate the GPU taint: add the toleration {placement.toleration()} (or use infra.GpuDeployment / place_pod_spec)"
-        )
-    if not _selects(pod, placement):
-        problems.append(
-            f"requests nvidia.com/gpu but does not select GPU nodes: add nodeSelector {placement.node_selector()}"
-        )
+    for path, pod in pod_specs_of(resource_type, props):
+        if gpu_limit(pod) == 0:
+            continue
+        if not _tolerates_gpu_taint(pod, placement):
+            problems.append(
+                f"{path} requests nvidia.com/gpu but does not tolerate the GPU taint: add the toleration "
+                f"{placement.toleration()} (or use infra.GpuDeployment / place_pod_spec)"
+            )
+        if not _selects(pod, placement):
+            problems.append(
+                f"{path} requests nvidia.com/gpu but does not select GPU nodes: add nodeSelector "
+                f"{placement.node_selector()}"
+            )
     return problems
 
 
@@ -103,14 +107,26 @@ def gpu_toleration_without_gpu(
     resource_type: str, props: Mapping[str, Any], placement: Placement
 ) -> list[str]:
     """Advisory: tolerating the GPU taint without asking for a GPU squats on GPU nodes (DaemonSets exempt)."""
-    if resource_type not in WORKLOAD_TYPES or resource_type.endswith(":DaemonSet"):
+    if resource_type.rsplit(":", 1)[-1] in AGENT_KINDS:
         return []
-    pod = pod_spec_of(resource_type, props) or {}
-    if gpu_limit(pod) == 0 and _tolerates_gpu_taint(pod, placement):
-        return [
-            "tolerates the GPU taint but requests no nvidia.com/gpu: remove the toleration or request a GPU, so GPU nodes stay for GPU work"
-        ]
-    return []
+    return [
+        f"{path} tolerates the GPU taint but requests no nvidia.com/gpu: remove the toleration or request a GPU, "
+        "so GPU nodes stay for GPU work"
+        for path, pod in pod_specs_of(resource_type, props)
+        if gpu_limit(pod) == 0 and _tolerates_gpu_taint(pod, placement)
+    ]
+
+
+def helm_release_unseen(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+    """Advisory: a Helm release's objects are not in its inputs, so no rule sees their pod specs."""
+    if resource_type != HELM_RELEASE_TYPE:
+        return []
+    return [
+        f"is a Helm release (chart {props.get('chart')!r}): the pack cannot see the objects it installs, so "
+        "their pod specs are not judged; use kubernetes.helm.v4.Chart (its objects are judged), or check that "
+        f"its values give GPU pods nodeSelector {placement.node_selector()} and the toleration "
+        f"{placement.toleration()}"
+    ]
 
 
 def _gpu_nodepool_contract(props: Mapping[str, Any], placement: Placement) -> list[str]:
@@ -148,8 +164,8 @@ def node_group_settings(resource_type: str, props: Mapping[str, Any], placement:
 
 
 def workload_settings(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
-    """Mandatory: a workload's nodeSelector, tolerations, node affinity and GPU requests as Kubernetes takes them."""
-    return pod_props.problems(resource_type, props) if resource_type in WORKLOAD_TYPES else []
+    """Mandatory: every pod spec's nodeSelector, tolerations, node affinity and GPU requests as Kubernetes takes them."""
+    return pod_props.problems(props) if is_manifest_type(resource_type) else []
 
 
 def _encrypts_secrets(encryption: Any) -> bool:
@@ -224,6 +240,7 @@ class RuleSpec:
 RULES = (
     RuleSpec("gpu-workload-placement", gpu_workload_placement, "mandatory"),
     RuleSpec("gpu-toleration-without-gpu", gpu_toleration_without_gpu, "advisory"),
+    RuleSpec("helm-release-unseen", helm_release_unseen, "advisory"),
     RuleSpec("gpu-node-group-contract", gpu_node_group_contract, "mandatory"),
     RuleSpec("node-group-settings", node_group_settings, "mandatory", contract=False),
     RuleSpec("workload-settings", workload_settings, "mandatory", contract=False),
@@ -253,15 +270,10 @@ def placement_from_config(policy: str, config: Mapping[str, Any] | None) -> Plac
         raise PlacementError(f"policy pack config {policy}: {error}") from None
 
 
-def resource_key(resource_type: str, name: str) -> str:
-    """How rules name a resource: ``"<type> <name>"``."""
-    return f"{resource_type} {name}"
-
-
 @dataclass(frozen=True)
 class Links:
     """The engine's parents (resource -> parent) and dependencies (resource -> those its inputs come
-    from, and ``depends_on``) of a stack's resources, named by :func:`resource_key`. The pack fills it
+    from, and ``depends_on``) of a stack's resources, named by :func:`resource_key` (their URNs). The pack fills it
     from pulumi_policy's ``PolicyResource``, the offline preview from its registrations."""
 
     parents: Mapping[str, str] = field(default_factory=dict)
@@ -379,12 +391,14 @@ def declared_contracts(resources: Resources, links: Links | None = None) -> tupl
         if t == NODEPOOL and is_gpu_nodepool(p)
         for contract in _paired(nodepool_template(p)[1], nodepool_template(p)[0], GPU_TAINT_EFFECT)
     ]
-    placed = []
-    for t, n, p in resources:
-        parent_type = links.parents.get(resource_key(t, n), "").split(" ", 1)[0]
-        if t in WORKLOAD_TYPES and parent_type in GPU_COMPONENTS:
-            pod = pod_spec_of(t, p) or {}
-            placed += _paired(pod.get("tolerations"), pod.get("nodeSelector") or {}, GPU_TAINT_EFFECT)
+    types = {resource_key(t, n): t for t, n, _ in resources}
+    placed = [
+        contract
+        for t, n, p in resources
+        if types.get(links.parents.get(resource_key(t, n), "")) in GPU_COMPONENTS
+        for _, pod in pod_specs_of(t, p)
+        for contract in _paired(pod.get("tolerations"), pod.get("nodeSelector") or {}, GPU_TAINT_EFFECT)
+    ]
     for found in (exported, carried, placed):
         if contracts := _distinct(found):
             return contracts

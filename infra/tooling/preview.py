@@ -33,15 +33,9 @@ from infra.tooling.costs import lines as cost_lines
 from infra.tooling.costs import stack_cost
 from infra.tooling.manifests import HELM_RELEASE_TYPE, is_manifest_type, manifest_of, validate_manifest
 from infra.tooling.offline import Registration, Run, Secret, load_project, run_project
-from infra.tooling.policy_rules import (
-    STACK,
-    WORKLOAD_TYPES,
-    Links,
-    declared_contracts,
-    pod_spec_of,
-    resource_key,
-)
+from infra.tooling.policy_rules import STACK, Links, declared_contracts, pod_specs_of
 from infra.tooling.policy_rules import check as check_policies
+from infra.tooling.resource_keys import Named
 from infra.workloads.images import image_check_status
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL
 from infra.workloads.scheduling import Node, pods_per_node
@@ -89,9 +83,10 @@ def _column(node: Node) -> str:
 def workloads_of(run: Run) -> list[tuple[str, dict[str, Any]]]:
     found = []
     for r in run.resources:
-        if r.type in WORKLOAD_TYPES and r.custom:
+        if r.custom and (pods := pod_specs_of(r.type, r.inputs)):
             name = (r.inputs.get("metadata") or {}).get("name", r.name)
-            found.append((f"{r.type.rsplit(':', 1)[1]}/{name}", dict(pod_spec_of(r.type, r.inputs) or {})))
+            shown = f"{r.type.rsplit(':', 1)[1]}/{name}"
+            found += [(shown if len(pods) == 1 else f"{shown} {path}", pod) for path, pod in pods]
         elif r.type == HELM_RELEASE_TYPE and r.inputs.get("chart") == DEVICE_PLUGIN_CHART:
             try:
                 rendered, _ = device_plugin_daemonsets(r.name, r.inputs)  # None: the agent table says why
@@ -258,15 +253,13 @@ def write_outputs(run: Run, out: Path, kubernetes_version: str) -> int:
 
 def policy_input(project: str, stack: str, run: Run) -> tuple[list[tuple[str, str, Any]], Links]:
     """What the engine shows the pack of one project's stack: (resources, links); no contract of ours."""
-    key_of = {r.urn: resource_key(r.type, r.name) for r in run.resources}
+    urns = {r.urn for r in run.resources}
     root = (STACK, f"{project}-{stack}", _secrets(run.stack_outputs, reveal=True))
     links = Links(
-        parents={key_of[r.urn]: key_of[r.parent] for r in run.resources if r.parent in key_of},
-        dependencies={
-            key_of[r.urn]: [key_of[d] for d in r.dependencies if d in key_of] for r in run.resources
-        },
+        parents={r.urn: r.parent for r in run.resources if r.parent in urns},
+        dependencies={r.urn: [d for d in r.dependencies if d in urns] for r in run.resources},
     )
-    return [root, *((r.type, r.name, r.inputs) for r in run.resources)], links
+    return [root, *((r.type, Named(r.name, r.urn), r.inputs) for r in run.resources)], links
 
 
 def project_report(
@@ -298,7 +291,8 @@ def project_report(
         "\npolicy pack (policy/): "
         + ("no violations" if not violations else f"{len(violations)} violation(s)")
     )
-    blocks += [f"  [{v.level}] {v.rule}: {v.resource} {v.message}" for v in violations]
+    shown = {r.urn: f"{r.type} {r.name}" for r in run.resources}  # violations name resources by URN
+    blocks += [f"  [{v.level}] {v.rule}: {shown.get(v.resource, v.resource)} {v.message}" for v in violations]
     return blocks, sum(1 for v in violations if v.level == "mandatory")
 
 

@@ -1,20 +1,74 @@
-"""Which of a component's resource options its children get, since Pulumi hands on only a few."""
+"""What becomes of each resource option given to a GPU component: handed to its children, or refused.
+
+Every field of ``pulumi.ResourceOptions`` is in exactly one table below; why each is where it is:
+docs/components.md, "Resource options".
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
 
+from infra.workloads.values import PodSpecError
+
 EVERY_CHILD = ("depends_on", "retain_on_delete", "deleted_with")
 """Options about the objects' lifecycle: each child is created after, kept or deleted with, as the component."""
+MAIN_CHILD = (
+    "ignore_changes",
+    "replace_on_changes",
+    "delete_before_replace",
+    "replace_with",
+    "replacement_trigger",
+    "hooks",
+    "hide_diffs",
+    "additional_secret_outputs",
+)
+"""Options about the Kubernetes object itself (its fields, its replacement, its lifecycle hooks): the
+Deployment or the Job gets them; the PodDisruptionBudget follows the Deployment's selector anyway."""
+CUSTOM_TIMEOUTS = ("custom_timeouts",)
+"""Read with the timeout inputs and the ``pulumi.com/timeoutSeconds`` annotation (``component.user_timeouts``)."""
+KEPT_BY_PULUMI = (
+    "parent",
+    "protect",
+    "provider",
+    "providers",
+    "transformations",
+    "transforms",
+    "aliases",
+    "state_migrations",
+)
+"""What Pulumi itself applies to the component and its children: where it sits, protection, providers,
+transforms, aliases (children follow the component's), state migrations (the component and its descendants)."""
+REFUSED: Mapping[str, str] = {
+    "id": "a component cannot be read from the cloud; the Deployment or Job can (k8s.apps.v1.Deployment.get)",
+    "urn": "a component cannot be looked up by URN; declare it, or read its child by its own URN",
+    "import_": "a component has nothing to import; run pulumi import for the Deployment or Job, then declare "
+    "the component with the same inputs",
+    "version": "it picks the component's own plugin, which a Python component has none of; give the version "
+    "to the kubernetes Provider you pass in providers",
+    "plugin_download_url": "it picks the component's own plugin, which a Python component has none of; give "
+    "it to the kubernetes Provider you pass in providers",
+    "env_var_mappings": "it is for provider resources; give it to the kubernetes Provider you pass in providers",
+}
+"""Options a component cannot honour, each with why and what to do instead."""
 
 
 def _given(opts: pulumi.ResourceOptions | None, name: str) -> Any:
-    """The option's value, None when unset: the component provider passes ``False`` and ``[]`` for unset."""
+    """The option's value, None when unset: the component provider passes ``False``, ``[]`` and empty
+    hook bindings for unset (pulumi ``provider/server.py`` ``_construct_options``)."""
     value = getattr(opts, name, None) if opts else None
-    return value if value not in (False, [], ()) else None
+    if isinstance(value, pulumi.ResourceHookBinding) and not any(vars(value).values()):
+        return None
+    return None if value is False or (isinstance(value, (list, tuple)) and not value) else value
+
+
+def refuse_unsupported(opts: pulumi.ResourceOptions | None) -> None:
+    """Refuse each option in :data:`REFUSED` that was given, naming it."""
+    for name, why in REFUSED.items():
+        if _given(opts, name) is not None:
+            raise PodSpecError(f"opts.{name} is not supported on this component: {why}")
 
 
 def for_every_child(opts: pulumi.ResourceOptions | None) -> dict[str, Any]:
@@ -29,18 +83,17 @@ def for_main_child(
     replace_on_changes: Sequence[str] = (),
     delete_before_replace: bool | None = None,
 ) -> dict[str, Any]:
-    """What the Deployment or Job gets: every child's options, plus the component's field options
-    with ours added (``ignore_changes``, ``replace_on_changes``) or as defaults (``delete_before_replace``)."""
-
-    def merged(name: str, ours: Sequence[str]) -> list[str] | None:
-        mine = list(_given(opts, name) or [])
-        return mine + [path for path in ours if path not in mine] or None
-
+    """What the Deployment or Job gets: every child's options and :data:`MAIN_CHILD`'s, with ours added
+    (``ignore_changes``, ``replace_on_changes``) or as a default (``delete_before_replace``)."""
+    ours = {"ignore_changes": ignore_changes, "replace_on_changes": replace_on_changes}
     result = for_every_child(opts)
-    for name, ours in (("ignore_changes", ignore_changes), ("replace_on_changes", replace_on_changes)):
-        paths = merged(name, ours)
-        if paths:
-            result[name] = paths
+    for name in MAIN_CHILD:
+        value = _given(opts, name)
+        if name in ours:
+            mine = list(value or [])
+            value = mine + [path for path in ours[name] if path not in mine] or None
+        if value is not None:
+            result[name] = value
     theirs = opts.delete_before_replace if opts else None
     if theirs is not None or delete_before_replace is not None:
         result["delete_before_replace"] = theirs if theirs is not None else delete_before_replace

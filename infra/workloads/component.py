@@ -320,30 +320,16 @@ Check = Callable[[Mapping[str, Any]], None]
 again once they resolve)."""
 
 
-def checked_metadata(owner: str, metadata: Any, checks: list[Check]) -> Any:
-    """``metadata`` as given, every check passed: now where its annotations are known, else once they resolve."""
-    with refusals(owner):
-        wire = wire_metadata(metadata)
-        if not isinstance(wire, Mapping):
-            wire = {"annotations": UNKNOWN}  # an Output as a whole: checked once it resolves
-        for check in checks:
-            check(wire)
-        if known(wire.get("annotations")):
-            return metadata
+def checked_metadata(
+    owner: str, metadata: Any, checks: list[Check], annotate: tuple[str, str] | None = None
+) -> Any:
+    """``metadata`` with every check passed; with ``annotate=(key, setting)``, plus the annotation
+    ``key: "true"`` that ``setting`` means (one of the user's that disagrees is refused).
 
-    def late(resolved: Any) -> Any:
-        with refusals(owner):
-            for check in checks:
-                check(wire_metadata(resolved))
-        return resolved
-
-    return pulumi.Output.from_input(metadata).apply(late)
-
-
-def with_annotation(owner: str, metadata: Any, key: str, setting: str, checks: list[Check]) -> Any:
-    """``metadata`` plus the annotation ``key: "true"`` that ``setting`` means, and every check passed.
-
-    One of the user's that disagrees is refused; checked now where known, and again once Outputs resolve.
+    Checked now on what is known, before anything is declared; and where any part is an Output,
+    again inside ``apply`` once it resolves, with the same messages: at ``pulumi up`` at the latest,
+    before the child is registered. During a preview an Output not known yet is not checked
+    (docs/components.md, "Refusals and Outputs").
     """
 
     def merge(meta: Any) -> Any:
@@ -353,15 +339,20 @@ def with_annotation(owner: str, metadata: Any, key: str, setting: str, checks: l
                 return {}  # an Output as a whole: checked once it resolves
             for check in checks:
                 check(wire)
-            annotations = wire.get("annotations")
-            if not known(annotations):
-                return wire
-            mine = (annotations or {}).get(key, "true")
-            if known(mine) and mine != "true":
-                raise PodSpecError(
-                    f"metadata.annotations[{key!r}] is {mine!r} but {setting} means 'true': drop one of them"
-                )
-            return {**wire, "annotations": {**(annotations or {}), key: "true"}}
+            return _annotated(wire, *annotate) if annotate else meta
 
     merged = merge(metadata)  # eager: refuse before anything is declared
     return pulumi.Output.from_input(metadata).apply(merge) if has_outputs(metadata) else merged
+
+
+def _annotated(wire: Mapping[str, Any], key: str, setting: str) -> Any:
+    """``wire`` (metadata in Kubernetes' form) with ``key: "true"``; the user's own other value refused."""
+    annotations = wire.get("annotations")
+    if not known(annotations):
+        return wire
+    mine = (annotations or {}).get(key, "true")
+    if known(mine) and mine != "true":
+        raise PodSpecError(
+            f"metadata.annotations[{key!r}] is {mine!r} but {setting} means 'true': drop one of them"
+        )
+    return {**wire, "annotations": {**(annotations or {}), key: "true"}}

@@ -52,6 +52,7 @@ class GpuDeployment(pulumi.ComponentResource):
         owner = f"GpuDeployment({resource_name!r})"
         args = component.read_args(GpuDeploymentArgs, owner, args, kwargs)
         with component.refusals(owner):
+            child_options.refuse_unsupported(opts)
             given = component.user_timeouts(args, opts)
             gpus, profile = component.gpu_settings(args)
             component.check_flag(args.pod_disruption_budget, "pod_disruption_budget")

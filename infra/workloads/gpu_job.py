@@ -75,6 +75,7 @@ class GpuJob(pulumi.ComponentResource):
         owner = f"GpuJob({resource_name!r})"
         args = component.read_args(GpuJobArgs, owner, args, kwargs)
         with component.refusals(owner):
+            child_options.refuse_unsupported(opts)
             timeouts_given = component.user_timeouts(args, opts)
             gpus, profile = component.gpu_settings(args)
             _check_job_settings(args)
@@ -107,21 +108,9 @@ class GpuJob(pulumi.ComponentResource):
 
 
 def _check_job_settings(args: GpuJobArgs) -> None:
-    """The Job's own settings, and what they need of each other and of ``metadata``."""
+    """The Job's own settings, and what they need of each other (``metadata``: :func:`_check_job_annotations`)."""
     component.check_flag(args.wait_for_completion, "wait_for_completion")
     component.check_flag(args.replace_unready, "replace_unready")
-    wire = component.wire_metadata(args.metadata)
-    annotations = wire.get("annotations") if isinstance(wire, Mapping) else None
-    if (
-        not args.replace_unready
-        and isinstance(annotations, Mapping)
-        and annotations.get(REPLACE_UNREADY) == "true"
-    ):
-        raise PodSpecError(
-            f"metadata.annotations[{REPLACE_UNREADY!r}] 'true': use replace_unready=True instead, which "
-            "also makes sure pulumi-kubernetes can never replace the Job while it still runs; allowed here: "
-            "'false' or unset"
-        )
     if args.replace_unready and not args.wait_for_completion:
         raise PodSpecError(
             "replace_unready=True needs wait_for_completion=True: pulumi-kubernetes only learns "
@@ -152,20 +141,23 @@ def _job_timeouts(args: GpuJobArgs, user: component.UserTimeouts) -> pulumi.Cust
 
 def _job_metadata(owner: str, args: GpuJobArgs, timeout_check: component.Check) -> Any:
     """The Job's metadata with the annotation its settings mean (replaceUnready or skipAwait), checked."""
-    checks = [timeout_check, functools.partial(_check_await_annotations, args)]
-    if args.replace_unready:
-        return component.with_annotation(
-            owner, args.metadata, REPLACE_UNREADY, "replace_unready=True", checks
-        )
-    if args.wait_for_completion:
-        return component.checked_metadata(owner, args.metadata, checks)
-    return component.with_annotation(owner, args.metadata, SKIP_AWAIT, "wait_for_completion=False", checks)
+    checks = [timeout_check, functools.partial(_check_job_annotations, args)]
+    annotate = (
+        (REPLACE_UNREADY, "replace_unready=True")
+        if args.replace_unready
+        else None
+        if args.wait_for_completion
+        else (SKIP_AWAIT, "wait_for_completion=False")
+    )
+    return component.checked_metadata(owner, args.metadata, checks, annotate)
 
 
-def _check_await_annotations(args: GpuJobArgs, metadata: Mapping[str, Any]) -> None:
-    """The user's own ``skipAwait`` and ``waitFor`` annotations, beside what the settings need.
+def _check_job_annotations(args: GpuJobArgs, metadata: Mapping[str, Any]) -> None:
+    """The user's own ``replaceUnready``, ``skipAwait`` and ``waitFor`` annotations, beside what the settings need.
 
-    Either makes ``pulumi up`` return while the Job may still run (``waitFor`` replaces the
+    ``replaceUnready`` written by hand is refused for ``replace_unready``, which also makes the
+    waits long enough that pulumi-kubernetes never replaces a running Job. ``skipAwait`` and
+    ``waitFor`` each make ``pulumi up`` return while the Job may still run (``waitFor`` replaces the
     wait for completion, ``skipAwait`` drops it): beside ``replace_unready`` the next ``pulumi
     up`` would replace the running Job, so both are refused there. A ``skipAwait`` of the
     user's gets the fixed-name rule that ``wait_for_completion=False`` has; ``waitFor`` beside
@@ -176,6 +168,12 @@ def _check_await_annotations(args: GpuJobArgs, metadata: Mapping[str, Any]) -> N
     annotations = metadata.get("annotations")
     if not known(annotations) or not isinstance(annotations, Mapping):
         return  # checked again once known
+    if not args.replace_unready and annotations.get(REPLACE_UNREADY) == "true":
+        raise PodSpecError(
+            f"metadata.annotations[{REPLACE_UNREADY!r}] 'true': use replace_unready=True instead, which "
+            "also makes sure pulumi-kubernetes can never replace the Job while it still runs; allowed here: "
+            "'false' or unset"
+        )
     skip = annotations.get(SKIP_AWAIT)
     skips = skip == "true" or not known(skip)
     if args.replace_unready and skips and SKIP_AWAIT in annotations:

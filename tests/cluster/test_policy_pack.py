@@ -90,7 +90,7 @@ def test_the_pack_stops_an_unplaced_gpu_workload_naming_the_policy_and_the_fix(u
         r"\[mandatory\]\s+gpu-workload-placement\s+\(kubernetes:apps/v1:Deployment: (\S+)\)", output
     )
     assert failed == ["unplaced", "unplaced"], output
-    assert "unplaced requests nvidia.com/gpu but does not tolerate the GPU taint" in output
+    assert "unplaced spec.template.spec requests nvidia.com/gpu but does not tolerate the GPU taint" in output
     assert "add the toleration {'key': 'GPU', 'operator': 'Equal', 'value': 'true'" in output
     assert "does not select GPU nodes: add nodeSelector {'GPU': 'true'}" in output
 
@@ -221,3 +221,65 @@ def test_a_relative_pack_path_is_run_from_the_projects_folder(tmp_path: Path) ->
         assert "eks-gpu-guardrails" in _output(from_project)
     finally:
         stack.remove()
+
+
+MISMATCHED = {
+    "name": "construct-children",
+    "runtime": "yaml",
+    "packages": {"eks-gpu": str(PLATFORM_ROOT / "provider")},
+    "resources": {
+        # Its pods get example.com/accelerator=nvidia; the stack declares GPU=true (its placement output).
+        "server": {
+            "type": "eks-gpu:GpuDeployment",
+            "properties": {
+                "metadata": {"namespace": "default"},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "server"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "server"}},
+                        "spec": {
+                            "containers": [{"name": "m", "image": "nvcr.io/nvidia/tritonserver:24.08-py3"}]
+                        },
+                    },
+                },
+                "placement": {"key": "example.com/accelerator", "value": "nvidia"},
+            },
+        }
+    },
+    "outputs": {"placement": {"key": "GPU", "value": "true"}},
+}
+
+
+def _json_objects(text: str) -> list[dict]:
+    """Each JSON object in a stream of them, however they are laid out."""
+    decoder, found, at = json.JSONDecoder(), [], text.find("{")
+    while at != -1:
+        value, end = decoder.raw_decode(text, at)
+        found.append(value)
+        at = text.find("{", end)
+    return found
+
+
+def test_children_made_through_construct_are_judged_on_their_own_urn(
+    kube: Kube, platform: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A YAML program's GpuDeployment, constructed by the eks-gpu package's plugin: its child Deployment
+    is placed for another contract than the stack declares, and the pack fails it on the child's URN
+    (read from the engine's events: `preview --json` streams them with PULUMI_ENABLE_STREAMING_JSON_PREVIEW,
+    as `pulumi preview --help` says)."""
+    (tmp_path / "Pulumi.yaml").write_text(json.dumps(MISMATCHED))
+    # kwok never pulls the image, and no test reaches a registry: the arm64 check is off, as in stacks/.
+    (tmp_path / f"Pulumi.{STACK}.yaml").write_text(json.dumps({"config": {"eks-gpu:imageCheck": "off"}}))
+    stack = Stack(tmp_path, STACK)
+    stack.init(secrets={"kubernetes:kubeconfig": local.KUBECONFIG.read_text()})
+    monkeypatch.setenv("PULUMI_ENABLE_STREAMING_JSON_PREVIEW", "true")
+    try:
+        result = _preview(stack, "--policy-pack", str(PACK), "--json")
+    finally:
+        stack.remove()
+    assert result.returncode != 0, _output(result)
+    policy = [e["policyEvent"] for e in _json_objects(result.stdout) if "policyEvent" in e]
+    failed = {(e["policyName"], e["resourceUrn"]) for e in policy if e["enforcementLevel"] == "mandatory"}
+    child = "urn:pulumi:local::construct-children::eks-gpu:index:GpuDeployment$kubernetes:apps/v1:Deployment::server"
+    assert failed == {("gpu-workload-placement", child)}, _output(result)
+    assert any("add the toleration {'key': 'GPU'" in e["message"] for e in policy), policy

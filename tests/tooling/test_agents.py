@@ -436,7 +436,7 @@ def test_without_any_helm_the_plugin_is_unknown_and_says_where_it_looked(tmp_pat
     chart_models._rendered.cache_clear()
     try:
         (agent,) = agents_of([_release()], DEFAULT_PLACEMENT)
-        (violation,) = check([_release()], DEFAULT_PLACEMENT)
+        (violation,) = [v for v in check([_release()], DEFAULT_PLACEMENT) if v.rule != "helm-release-unseen"]
     finally:
         chart_models._rendered.cache_clear()
     assert agent.pod is None and "localcluster/build helm charts" in agent.source

@@ -160,6 +160,10 @@ def test_the_pack_never_fails_its_analysis_on_any_workload(
             "containers[0].resources must hold limits and requests",
         ),
         (
+            {"containers": [{"resources": {"limits": {"nvidia.com/gpu": []}}}]},  # empty, not zero
+            "containers[0].resources must hold limits and requests",
+        ),
+        (
             {"affinity": {"nodeAffinity": "GPU"}},
             "affinity.nodeAffinity must be objects and lists as Kubernetes has them",
         ),
@@ -167,7 +171,7 @@ def test_the_pack_never_fails_its_analysis_on_any_workload(
 )
 def test_each_malformed_field_is_a_workload_settings_finding(pod: dict[str, Any], finding: str) -> None:
     props = {"spec": {"template": {"spec": {"containers": [GPU_LIMIT], **pod}}}}
-    assert any(finding in p for p in problems("kubernetes:apps/v1:Deployment", props))
+    assert any(finding in p for p in problems(props))
     found = check([NODE_GROUP, ("kubernetes:apps/v1:Deployment", "w", props)])
     assert any(
         v.rule == "workload-settings" and v.level == "mandatory" and finding in v.message for v in found

@@ -23,6 +23,7 @@ from tests.tooling import crossguard
 ROOT = Path(__file__).resolve().parents[2]
 CUSTOM = {"key": "example.com/accelerator", "value": "nvidia"}
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,13 @@ def test_the_preview_judges_a_platform_by_the_contract_it_declares(
 ) -> None:
     # --stack dev: the repository's own platform stack (GPU=true) is not this one's contract.
     assert main(["--stack", "dev", "--out", str(tmp_path), "--project", str(custom_platform)]) == 0
-    assert "policy pack (policy/): no violations" in capsys.readouterr().out
+    judged = capsys.readouterr().out
+    assert "policy pack (policy/): " in judged and "[mandatory]" not in judged
+    # Only what the pack cannot see: its Helm releases, each told the platform's own contract.
+    advised = [line for line in judged.splitlines() if "[advisory]" in line]
+    assert advised and all(
+        "helm-release-unseen" in line and "example.com/accelerator" in line for line in advised
+    )
 
 
 def test_the_pack_judges_a_platform_by_its_placement_output(monkeypatch, platform_run: Run) -> None:
@@ -124,7 +131,10 @@ def test_the_preview_judges_a_consumer_by_the_contract_its_gpu_components_place(
     lines = [line for line in capsys.readouterr().out.splitlines() if "[mandatory]" in line]
     # Only the Deployment nobody placed; the fix it names is the consumer's contract.
     assert len(lines) == 2, lines
-    assert all("kubernetes:apps/v1:Deployment rogue requests nvidia.com/gpu" in line for line in lines)
+    assert all(
+        "kubernetes:apps/v1:Deployment rogue spec.template.spec requests nvidia.com/gpu" in line
+        for line in lines
+    )
     assert "add the toleration {'key': 'example.com/accelerator'" in lines[0]
     assert "add nodeSelector {'example.com/accelerator': 'nvidia'}" in lines[1]
 
@@ -165,3 +175,34 @@ def test_a_placement_output_that_is_no_contract_is_no_declaration_and_no_crash()
     """Found in review: an output named ``placement`` holding a pool name made every policy raise."""
     stack = ("pulumi:pulumi:Stack", "consumer", {"placement": "inference"})
     assert declared_contracts([stack]) == (DEFAULT_PLACEMENT,)
+
+
+NAMESAKE = """
+import pulumi_kubernetes as k8s
+from infra import GpuDeployment, GpuDeploymentArgs
+
+CUSTOM = {"key": "example.com/accelerator", "value": "nvidia"}
+labels = {"app": "server"}
+pod = {"containers": [{"name": "m", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+spec = {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": pod}}
+GpuDeployment("server", GpuDeploymentArgs(spec=spec, placement=CUSTOM, check_image_architecture=False))
+# At the stack's root, named as the component's child, placed for a contract nobody declared.
+fake = {"nodeSelector": {"fake": "yes"},
+        "tolerations": [{"key": "fake", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}]}
+k8s.apps.v1.Deployment("server", spec={**spec, "template": {**spec["template"], "spec": {**pod, **fake}}})
+"""
+
+
+def test_parents_go_by_urn_so_a_namesake_of_a_components_child_is_not_placed_by_it(analyzer, run) -> None:
+    """Type and name are not unique; only the child's URN carries its parent. The root Deployment's own
+    pair is no declared contract, and the violation lands on its URN, not the child's."""
+    result = run(lambda: exec(NAMESAKE, {}))
+    deployments = {r.parent.rsplit("::", 1)[0].rsplit(":", 1)[-1]: r.urn for r in result.of_type(DEPLOYMENT)}
+    root, child = deployments["Stack"], deployments["GpuDeployment"]
+    resources, links = policy_input("consumer", "dev", result)
+    assert declared_contracts(resources, links) == (Placement(**CUSTOM),)
+    found = {(v.rule, v.resource) for v in check(resources, links=links) if v.level == "mandatory"}
+    assert found == {("gpu-workload-placement", root)}
+    diagnostics = crossguard.analyze_run(analyzer, result, "consumer", "dev")
+    failed = {(d.policyName, d.urn) for d in diagnostics if crossguard.level(d) == "mandatory"}
+    assert failed == {("gpu-workload-placement", root)} and child != root

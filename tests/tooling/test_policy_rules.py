@@ -45,9 +45,9 @@ def _deployment(pod: dict) -> dict:
 def test_hand_written_gpu_workload_without_toleration_or_selector_fails_with_the_fix(typ: str) -> None:
     problems = gpu_workload_placement(typ, _deployment(GPU_POD), DEFAULT_PLACEMENT)
     assert problems == [
-        "requests nvidia.com/gpu but does not tolerate the GPU taint: add the toleration "
+        "spec.template.spec requests nvidia.com/gpu but does not tolerate the GPU taint: add the toleration "
         "{'key': 'GPU', 'operator': 'Equal', 'value': 'true', 'effect': 'NoSchedule'} (or use infra.GpuDeployment / place_pod_spec)",
-        "requests nvidia.com/gpu but does not select GPU nodes: add nodeSelector {'GPU': 'true'}",
+        "spec.template.spec requests nvidia.com/gpu but does not select GPU nodes: add nodeSelector {'GPU': 'true'}",
     ]
 
 
@@ -269,12 +269,13 @@ def test_plain_pulumi_aws_resources_as_the_sdk_registers_them(run) -> None:
         )
 
     resources, links = policy_input("project", "stack", run(program))
-    found = sorted((v.rule, v.resource) for v in check(resources, links=links) if v.level == "mandatory")
-    assert found == [
-        ("gpu-node-group-contract", f"{NODE_GROUP} gpu"),
-        ("gpu-node-group-contract", f"{NODE_GROUP} gpu"),
-        ("security-baseline", "aws:eks/cluster:Cluster plain"),
-        ("security-baseline", "aws:eks/cluster:Cluster plain"),
+    found = check(resources, links=links)
+    found = sorted((v.rule, v.resource.rsplit("$", 1)[-1]) for v in found if v.level == "mandatory")
+    assert found == [  # named by URN
+        ("gpu-node-group-contract", f"{NODE_GROUP}::gpu"),
+        ("gpu-node-group-contract", f"{NODE_GROUP}::gpu"),
+        ("security-baseline", "aws:eks/cluster:Cluster::plain"),
+        ("security-baseline", "aws:eks/cluster:Cluster::plain"),
     ]
 
 
@@ -332,7 +333,7 @@ def test_the_crossguard_pack_wraps_every_rule(monkeypatch) -> None:
         SimpleNamespace(resources=[rogue], get_config=dict),
         lambda message, urn: reported.append((message, urn)),
     )
-    assert reported[0][0].startswith("rogue requests nvidia.com/gpu but does not tolerate the GPU taint")
+    assert reported[0][0].startswith("rogue spec.template.spec requests nvidia.com/gpu but does not tolerate")
     assert reported[0][1] == "urn:rogue"
 
 
@@ -377,8 +378,8 @@ def test_preview_fails_a_stack_with_a_hand_written_gpu_deployment(tmp_path: Path
     assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project", str(project)]) == 1
     captured = capsys.readouterr()
     assert (
-        "[mandatory] gpu-workload-placement: kubernetes:apps/v1:Deployment rogue requests nvidia.com/gpu"
-        in captured.out
+        "[mandatory] gpu-workload-placement: kubernetes:apps/v1:Deployment rogue spec.template.spec requests "
+        "nvidia.com/gpu" in captured.out
     )
     assert "mandatory policy violation(s)" in captured.err
 
@@ -409,3 +410,109 @@ def test_a_karpenter_gpu_nodepool_carries_the_contract_as_a_node_group_does() ->
     )
     cpu_only = {"spec": {"template": {"spec": {"requirements": [], "taints": []}}}}
     assert gpu_node_group_contract(NODEPOOL, cpu_only, DEFAULT_PLACEMENT) == []
+
+
+# --- every pod template, found by shape: any kind that carries one, custom resources too ---
+
+
+def _template(pod: dict) -> dict:
+    return {"template": {"spec": pod}}
+
+
+POD_CARRIERS = {
+    # (resource type, where its pod spec sits) -> its inputs around a pod spec
+    ("kubernetes:apps/v1:DeploymentPatch", "spec.template.spec"): lambda pod: {"spec": _template(pod)},
+    ("kubernetes:batch/v1:JobPatch", "spec.template.spec"): lambda pod: {"spec": _template(pod)},
+    ("kubernetes:core/v1:PodPatch", "spec"): lambda pod: {"spec": pod},
+    ("kubernetes:core/v1:ReplicationController", "spec.template.spec"): lambda pod: {"spec": _template(pod)},
+    ("kubernetes:core/v1:PodTemplate", "template.spec"): lambda pod: _template(pod),
+    ("kubernetes:kubeflow.org/v1:PyTorchJob", "spec.pytorchReplicaSpecs.Worker.template.spec"): lambda pod: {
+        "spec": {
+            "pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 2, **_template(pod)}}
+        }
+    },
+    ("kubernetes:kubeflow.org/v2beta1:MPIJob", "spec.mpiReplicaSpecs.Worker.template.spec"): lambda pod: {
+        "spec": {"mpiReplicaSpecs": {"Worker": _template(pod)}}
+    },
+    ("kubernetes:ray.io/v1:RayCluster", "spec.workerGroupSpecs[0].template.spec"): lambda pod: {
+        "spec": {"workerGroupSpecs": [{"groupName": "gpu", **_template(pod)}]}
+    },
+    ("kubernetes:ray.io/v1:RayJob", "spec.rayClusterSpec.workerGroupSpecs[0].template.spec"): lambda pod: {
+        "spec": {"entrypoint": "python train.py", "rayClusterSpec": {"workerGroupSpecs": [_template(pod)]}}
+    },
+    ("kubernetes:ray.io/v1:RayService", "spec.rayClusterConfig.headGroupSpec.template.spec"): lambda pod: {
+        "spec": {"rayClusterConfig": {"headGroupSpec": _template(pod)}}
+    },
+    ("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "spec.replicatedJobs[0].template.spec.template.spec"): (
+        lambda pod: {"spec": {"replicatedJobs": [{"name": "w", "template": {"spec": _template(pod)}}]}}
+    ),
+    (
+        "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet",
+        "spec.leaderWorkerTemplate.workerTemplate.spec",
+    ): lambda pod: {"spec": {"leaderWorkerTemplate": {"size": 2, "workerTemplate": {"spec": pod}}}},
+    ("kubernetes:serving.kserve.io/v1beta1:InferenceService", "spec.predictor"): lambda pod: {
+        "spec": {"predictor": pod}
+    },
+    ("kubernetes:example.com/v1:NobodyKnowsThisKind", "spec.stages[1].runner.spec"): lambda pod: {
+        "spec": {"stages": [{"name": "prep"}, {"runner": {"spec": pod}}]}
+    },
+}
+
+
+@pytest.mark.parametrize(("typ", "path"), sorted(POD_CARRIERS), ids=lambda v: v.rsplit(":", 1)[-1])
+def test_any_object_carrying_an_unplaced_gpu_pod_spec_is_refused_naming_the_path(typ: str, path: str) -> None:
+    props = POD_CARRIERS[(typ, path)](GPU_POD)
+    found = [(v.rule, v.level, v.message) for v in check([(typ, "w", props)], DEFAULT_PLACEMENT)]
+    assert [(rule, level) for rule, level, _ in found] == [("gpu-workload-placement", "mandatory")] * 2
+    assert [message.split(" requests ")[0] for _, _, message in found] == [path, path]
+    placed = POD_CARRIERS[(typ, path)](place_pod_spec(GPU_POD))
+    assert check([(typ, "w", placed)], DEFAULT_PLACEMENT) == []
+
+
+def test_a_kserve_model_asking_for_gpus_is_judged_with_its_predictor() -> None:
+    """KServe's predictor is a pod spec whose model container has another name than ``containers``."""
+    typ = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
+    model = {"modelFormat": {"name": "triton"}, "storageUri": "s3://m", **GPU_POD["containers"][0]}
+    found = gpu_workload_placement(typ, {"spec": {"predictor": {"model": model}}}, DEFAULT_PLACEMENT)
+    assert [m.split(" requests ")[0] for m in found] == ["spec.predictor", "spec.predictor"]
+    placement = {k: v for k, v in place_pod_spec({"containers": []}).items() if k != "containers"}
+    predictor = {"model": model, **placement}
+    assert gpu_workload_placement(typ, {"spec": {"predictor": predictor}}, DEFAULT_PLACEMENT) == []
+
+
+def test_every_gpu_pod_spec_of_one_object_is_judged_each_by_its_path() -> None:
+    typ = "kubernetes:ray.io/v1:RayCluster"
+    props = {
+        "spec": {
+            "headGroupSpec": _template(place_pod_spec(GPU_POD)),
+            "workerGroupSpecs": [_template(GPU_POD)],
+        }
+    }
+    found = gpu_workload_placement(typ, props, DEFAULT_PLACEMENT)
+    assert {m.split(" requests ")[0] for m in found} == {"spec.workerGroupSpecs[0].template.spec"}
+
+
+def test_a_helm_release_is_advised_naming_what_the_pack_did_not_see() -> None:
+    release = ("kubernetes:helm.sh/v3:Release", "vllm", {"chart": "vllm-stack", "values": {"gpus": 1}})
+    (found,) = [v for v in check([release], DEFAULT_PLACEMENT) if v.rule != "agent-placement-unknown"]
+    assert (found.rule, found.level) == ("helm-release-unseen", "advisory")
+    assert found.message.startswith(
+        "is a Helm release (chart 'vllm-stack'): the pack cannot see the objects it installs, so their pod "
+        "specs are not judged; use kubernetes.helm.v4.Chart"
+    )
+    assert "nodeSelector {'GPU': 'true'}" in found.message
+
+
+def test_a_field_not_known_during_preview_beside_the_pod_spec_leaves_it_judged(analyzer) -> None:
+    """Through pulumi_policy's proxy, which raises on reading a value not known yet: the walk for pod
+    specs steps around such values, so an unknown replica count or annotation hides no GPU pod."""
+    unknown = pulumi_policy.proxy.UNKNOWN_STRING_VALUE
+    props = _deployment(GPU_POD)
+    props["spec"] = {
+        **props["spec"],
+        "replicas": unknown,
+        "template": {"metadata": {"annotations": {"a": unknown}}, "spec": GPU_POD},
+    }
+    response = crossguard.analyze_stack(analyzer, [("kubernetes:apps/v1:Deployment", "rogue", props)])
+    failed = [d.message for d in response.diagnostics if crossguard.level(d) == "mandatory"]
+    assert [m.splitlines()[-1].split(" requests ")[0] for m in failed] == ["rogue spec.template.spec"] * 2

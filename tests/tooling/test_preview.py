@@ -248,3 +248,24 @@ def test_the_preview_shows_karpenter_pools_in_placement_agents_and_cost() -> Non
     assert "gpu-burst (Karpenter)" in text and "gpu-batch (Karpenter)" in text
     assert "burst may run on SPOT or on-demand" in text
     assert mandatory == 0
+
+
+def test_the_placement_table_shows_every_pod_spec_of_a_custom_resource_by_its_path() -> None:
+    from infra.tooling.offline import Registration, Run
+    from infra.tooling.preview import workloads_of
+
+    worker = {"containers": [{"name": "w", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+    inputs = {
+        "metadata": {"name": "ray"},
+        "spec": {
+            "headGroupSpec": {"template": {"spec": {"containers": [{"name": "head"}]}}},
+            "workerGroupSpecs": [{"groupName": "gpu", "template": {"spec": worker}}],
+        },
+    }
+    cluster = Registration("urn:ray", "kubernetes:ray.io/v1:RayCluster", "ray", "", True, "", False, inputs)
+    rows = workloads_of(Run([cluster], {}))
+    assert [name for name, _ in rows] == [
+        "RayCluster/ray spec.headGroupSpec.template.spec",
+        "RayCluster/ray spec.workerGroupSpecs[0].template.spec",
+    ]
+    assert rows[1][1]["containers"][0]["name"] == "w"
