@@ -247,6 +247,7 @@ def _interrupted(signum: int, frame: object) -> None:
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
     default = Path(__file__).resolve().parent.parent / ".cache" / "localcluster"
     try:
         return run(argv, Path(os.environ.get("LOCALCLUSTER_CACHE", default)))

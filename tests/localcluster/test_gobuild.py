@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,28 @@ def test_a_build_says_which_target_its_cold_figure_and_where_its_log_is(tmp_path
     assert "charts done in" in done.stderr
     again = _build(cache, "charts")
     assert again.returncode == 0 and again.stderr == ""  # fresh: nothing to say, nothing built
+
+
+def test_an_interrupted_build_leaves_no_stamp_and_no_binary_and_ends_its_compilers(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    build = subprocess.Popen(
+        [str(BUILD), "helm"],
+        env={**os.environ, "LOCALCLUSTER_CACHE": str(cache)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert build.stderr is not None
+    while "helm started" not in build.stderr.readline():
+        pass
+    time.sleep(1)  # Go is loading, compiling or linking by now
+    build.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    said = build.stderr.read()
+    assert build.wait(timeout=60) == 130
+    assert (
+        f"interrupted while building helm: no stamp written, no partial binary left in {cache / 'bin'}"
+        in said
+    )
+    assert not (cache / "stamps" / "helm").exists()
+    assert sorted(p.name for p in (cache / "bin").iterdir()) == [".build.lock"]
+    left = subprocess.run(["pgrep", "-f", str(cache)], capture_output=True, text=True).stdout
+    assert left == "", left  # no go build, compile or link of it still running
