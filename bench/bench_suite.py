@@ -5,9 +5,10 @@
     flock /tmp/eks-gpu-cluster.lock .venv/bin/python bench/bench_suite.py --all   # the whole suite
 
 Runs pytest with ``--durations=20`` in ``--checkout`` (default: this one, so an older commit's
-checkout gives the "before"), with that checkout's own .venv, and prints the wall time, pytest's
-summary line and the slowest 20 (setup, call and teardown each, as pytest counts them) as a
-Markdown table for docs/benchmarks.md. Nothing here is a test: these are numbers to report.
+checkout gives the "before"), with that checkout's own .venv, and prints the wall and CPU time
+(the CPU figure holds under other load, the wall time does not), pytest's summary line, what
+failed, and the slowest 20 (setup, call and teardown each, as pytest counts them) as a Markdown
+table for docs/benchmarks.md. Nothing here is a test: these are numbers to report.
 """
 
 from __future__ import annotations
@@ -15,12 +16,19 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import subprocess
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOWEST = re.compile(r"^([\d.]+)s (setup|call|teardown)\s+(\S+)$", re.M)
+
+
+def cpu_seconds() -> float:
+    """User + system CPU of the finished children (pytest and everything it ran): load-independent."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def run(checkout: Path, args: list[str]) -> tuple[float, str]:
@@ -44,11 +52,10 @@ def summary(output: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("paths", nargs="*", help="pytest arguments (default: -m 'not cluster')")
     parser.add_argument("--checkout", type=Path, default=ROOT, help="the checkout to run in (its own .venv)")
     parser.add_argument("--all", action="store_true", help="the whole suite, cluster tests included")
-    args, extra = parser.parse_known_args()  # pytest's own options pass through
-    pytest_args = [*args.paths, *extra] or ([] if args.all else ["-m", "not cluster"])
+    args, extra = parser.parse_known_args()  # the rest, in order, is pytest's (default: -m "not cluster")
+    pytest_args = extra or ([] if args.all else ["-m", "not cluster"])
     seconds, output = run(args.checkout.resolve(), pytest_args)
     head = subprocess.run(
         ["git", "-C", str(args.checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
@@ -57,7 +64,13 @@ def main() -> None:
     print(
         f"pytest {' '.join(pytest_args)} in {args.checkout} ({head.stdout.strip()}), {os.cpu_count()} cores"
     )
-    print(f"wall {seconds:.0f} s; {summary(output)}; load average at the end {load:.1f}\n")
+    print(
+        f"wall {seconds:.0f} s, CPU {cpu_seconds():.0f} s; {summary(output)}; load average at the end {load:.1f}"
+    )
+    for line in output.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            print(line[:200])
+    print()
     print(table(output))
 
 
