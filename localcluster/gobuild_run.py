@@ -80,6 +80,8 @@ class Builder:
     def build(self, job: list[Target]) -> None:
         """One Go invocation for ``job``'s targets; its binaries moved in whole, then its stamps."""
         name = "+".join(t.name for t in job)
+        if self.stopping:  # interrupted before this job's turn
+            return
         stage = self.bin / f".partial-{name}"
         shutil.rmtree(stage, ignore_errors=True)
         stage.mkdir()
@@ -116,6 +118,8 @@ class Builder:
                 start_new_session=True,  # its own group: Ctrl-C here ends all of its compilers
             )
             self.running[name] = process
+            if self.stopping:  # interrupted while it started: stop() may have missed it
+                os.killpg(process.pid, signal.SIGTERM)
             try:
                 while process.poll() is None:
                     try:
