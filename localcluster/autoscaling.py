@@ -8,7 +8,8 @@ render to (``chart_args``), plus only what points it at this cluster and at moto
 autoscaling, eks), the static instance list (so DescribeInstanceTypes, which ignores the
 overrides, is never called: aws_cloud_provider.go ~439), ``AWS_ENDPOINT_URL_EC2`` for an SDK v2
 build (1.35's; 1.33's vendored SDK v1 does not read it), no leader election, a loopback
-``--address`` and dummy credentials.
+``--address`` and dummy credentials; and one difference in timing, never in what it decides:
+``--scan-interval=1s`` (``TEST_RUN_ARGS``; docs/local-cluster.md says why it is the only one).
 Instances moto launches become kwok nodes (``registrar``). ``stop()`` ends both processes.
 """
 
@@ -34,6 +35,12 @@ from localcluster.registrar import Registrar
 MOTO, AUTOSCALER = "moto", "cluster-autoscaler"
 NAMESPACE = "kube-system"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+# The test run's one difference from the chart: the autoscaler looks every second instead of its
+# default 10 s (config/const.go DefaultScanInterval), so a scenario waits one short loop, not ten
+# seconds, for each decision. The loop's decisions are the same; the other timing flags stay the
+# chart's (docs/local-cluster.md, "the real Cluster Autoscaler", says why each).
+SCAN_INTERVAL_SECONDS = 1
+TEST_RUN_ARGS = (f"--scan-interval={SCAN_INTERVAL_SECONDS}s",)
 
 
 def autoscaler_values(run: Run) -> dict[str, Any]:
@@ -89,14 +96,17 @@ def cloud_config(endpoint: str, region: str) -> str:
 
 
 def autoscaler_argv(values: dict[str, Any], cloud_config_path: str, port: int) -> list[str]:
+    chart = chart_args.container_args(values, NAMESPACE)
+    given = {arg.split("=", 1)[0] for arg in chart}
     return [
         str(BIN / AUTOSCALER),
-        *chart_args.container_args(values, NAMESPACE),
+        *chart,
         f"--kubeconfig={KUBECONFIG}",
         f"--cloud-config={cloud_config_path}",
         "--aws-use-static-instance-list=true",
         "--leader-elect=false",
         f"--address={HOST}:{port}",
+        *(arg for arg in TEST_RUN_ARGS if arg.split("=", 1)[0] not in given),  # the platform's own win
     ]
 
 

@@ -40,6 +40,18 @@ def system_node(name: str = "system", **labels: str) -> Node:
     return Node.from_node_group(name, labels=labels, instance_type="t4g.large", arch="arm64")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests under tests/cluster/ are marked ``cluster`` and run on one xdist worker, in order (one
+    local control plane per session); any other module goes whole to one worker."""
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if module.startswith("tests/cluster/"):
+            item.add_marker(pytest.mark.cluster)
+            item.add_marker(pytest.mark.xdist_group("cluster"))
+        else:
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
 @pytest.fixture
 def run():
     """Run a program function on the offline engine and return what it declared."""

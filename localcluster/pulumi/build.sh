@@ -2,7 +2,10 @@
 # Builds the pinned Pulumi toolchain from Go modules only (Go module proxy ->
 # module cache) into the directory given as $1, e.g.
 #
-#   localcluster/pulumi/build.sh .cache/localcluster/bin
+#   localcluster/pulumi/build.sh .cache/localcluster/bin [cli|hosts|yaml|kubernetes ...]
+#
+# One part per Go module, one Go invocation each; without parts, all four in turn.
+# localcluster/build runs the parts as separate targets (pulumi-cli, ...), beside other builds.
 #
 # Each sub-directory here is one Go module whose go.mod/go.sum pin what is built
 # (see README.md next to this script for what each pin is and why):
@@ -23,7 +26,10 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo_root="$(cd "$here/../.." && pwd)"
-out="${1:?usage: $0 OUTPUT_BIN_DIR}"
+out="${1:?usage: $0 OUTPUT_BIN_DIR [cli|hosts|yaml|kubernetes ...]}"
+shift
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(cli hosts yaml kubernetes)
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 scratch="$repo_root/.cache/localcluster/pulumi-build"
@@ -50,25 +56,27 @@ fi
 
 step() { echo "==> [$(date +%H:%M:%S)] $*"; }
 
-# --- 1. pulumi CLI -----------------------------------------------------------
-step "building pulumi $PULUMI_VERSION (github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)"
+part_cli() {
+# --- 1. pulumi CLI and pulumi-sdkgen-nodejs: one Go invocation -----------------
+# pulumi-sdkgen-nodejs builds TypeScript SDKs of component packages (what `pulumi package add` asks
+# a Node.js host for, which the v3.68 host cannot do): our small main over pkg/v3's own
+# codegen/nodejs, in the CLI's module so it builds from the same pins (cli/sdkgen/main.go). Built
+# with the CLI's tags in the same invocation, the packages both import compile once, not twice.
+step "building pulumi $PULUMI_VERSION (github.com/pulumi/pulumi/pkg/v3/cmd/pulumi) and pulumi-sdkgen-nodejs (cli/sdkgen)"
 (cd "$here/cli" && go build -tags osusergo,grpcnotrace \
 	-ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
-	-o "$out/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+	-o "$out/" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi ./sdkgen)
+mv "$out/sdkgen" "$out/pulumi-sdkgen-nodejs"
+}
 
-# TypeScript SDKs of component packages (what `pulumi package add` asks a Node.js host for, which
-# the v3.68 host cannot do): our small main over pkg/v3's own codegen/nodejs, in the CLI's module so
-# it builds from the same pins (cli/sdkgen/main.go).
-step "building pulumi-sdkgen-nodejs (localcluster/pulumi/cli/sdkgen: pkg/v3 $PULUMI_VERSION codegen/nodejs)"
-(cd "$here/cli" && go build -ldflags "-s -w" -o "$out/pulumi-sdkgen-nodejs" ./sdkgen)
-
-# --- 2. language hosts for Python and Node.js ---------------------------------
-for lang in python nodejs; do
-	step "building pulumi-language-$lang $LANGHOST_VERSION (github.com/pulumi/pulumi/sdk/v3/$lang/cmd/pulumi-language-$lang)"
-	(cd "$here/language-hosts" && go build -tags osusergo,grpcnotrace \
-		-ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGHOST_VERSION" \
-		-o "$out/pulumi-language-$lang" "github.com/pulumi/pulumi/sdk/v3/$lang/cmd/pulumi-language-$lang")
-done
+part_hosts() {
+# --- 2. language hosts for Python and Node.js: one Go invocation ---------------
+step "building pulumi-language-python and pulumi-language-nodejs $LANGHOST_VERSION (github.com/pulumi/pulumi/sdk/v3/{python,nodejs}/cmd)"
+(cd "$here/language-hosts" && go build -tags osusergo,grpcnotrace \
+	-ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGHOST_VERSION" \
+	-o "$out/" github.com/pulumi/pulumi/sdk/v3/python/cmd/pulumi-language-python \
+	github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs)
+}
 
 # Scripts exec'd at run time, copied from the CLI's github.com/pulumi/pulumi/sdk/v3
 # (v3.276.0, the version pulumi==3.272.0's runtime API is closest to; its
@@ -80,6 +88,7 @@ done
 #    $PATH or next to the pulumi executable.
 # (The v3.68.0-era pulumi-analyzer-policy[-python] shims are not copied: CLI
 # v3.276.0 only uses them when no language host for the pack's runtime exists.)
+part_scripts() {
 sdk_dir="$(cd "$here/cli" && go mod download github.com/pulumi/pulumi/sdk/v3 \
 	&& go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)"
 for f in python/cmd/pulumi-language-python-exec \
@@ -88,13 +97,17 @@ for f in python/cmd/pulumi-language-python-exec \
 	step "copying $(basename "$f") from github.com/pulumi/pulumi/sdk/v3@$PULUMI_VERSION ($f)"
 	install -m 0755 "$sdk_dir/$f" "$out/$(basename "$f")"
 done
+}
 
+part_yaml() {
 # --- 3. YAML language host -----------------------------------------------------
 step "building pulumi-language-yaml $YAML_VERSION (github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml)"
 (cd "$here/yaml" && go build \
 	-ldflags "-s -w -X github.com/pulumi/pulumi-yaml/pkg/version.Version=$YAML_VERSION" \
 	-o "$out/pulumi-language-yaml" github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml)
+}
 
+part_kubernetes() {
 # --- 4. Kubernetes provider ----------------------------------------------------
 # The provider's main package go:embeds schema-embed.json and
 # terraform-mapping-embed.json, which upstream's Makefile generates with
@@ -119,5 +132,13 @@ chmod -R u+w "$k8s_scratch"   # files from the module cache are read-only
 	&& rm generate.go \
 	&& go build -ldflags "-s -w -X $K8S_MODULE/pkg/version.Version=$K8S_VERSION" \
 		-o "$out/pulumi-resource-kubernetes" .)
+}
 
-step "done: pulumi pulumi-sdkgen-nodejs pulumi-language-{python,nodejs,yaml} pulumi-resource-kubernetes and the scripts are in $out"
+for part in "${parts[@]}"; do
+	case "$part" in
+	cli) part_cli; part_scripts ;;
+	hosts | yaml | kubernetes) "part_$part" ;;
+	*) echo "build.sh: no part $part (cli hosts yaml kubernetes)" >&2; exit 2 ;;
+	esac
+done
+step "done: ${parts[*]} in $out"

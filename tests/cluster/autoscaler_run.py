@@ -17,7 +17,8 @@ from localcluster.kube import Kube, settled, wait_for
 from localcluster.nodes import node_manifests
 
 INFERENCE, TRAINING = "gpu-platform-gpu-inference", "gpu-platform-gpu-training"
-SCALE_UP_SECONDS = 90  # a few of the autoscaler's 10 s loops, on a busy 2-core machine
+SCALE_UP_SECONDS = 90  # an upper bound: the autoscaler's loops, moto and kwok on a busy 2-core machine
+HOLD_SECONDS = 5 * autoscaling.SCAN_INTERVAL_SECONDS  # five of the test run's loops
 CONTAINER = {"name": "model", "image": "registry.invalid/model:1", "securityContext": {"runAsUser": 1000}}
 
 
@@ -71,8 +72,8 @@ def wait_desired(run: Autoscaling, group: str, size: int, timeout: float = SCALE
     return time.monotonic() - start
 
 
-def hold(run: Autoscaling, seconds: float) -> dict[str, int]:
-    """Desired capacities after ``seconds`` of autoscaler loops (at least two at the default 10 s)."""
+def hold(run: Autoscaling, seconds: float = HOLD_SECONDS) -> dict[str, int]:
+    """Desired capacities after ``seconds`` of autoscaler loops (by default five of them)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         run.check()

@@ -24,12 +24,6 @@ STAND_IN = ROOT / "localcluster" / "platform-stack"
 PLATFORM_STACK = "local"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/cluster/" in str(item.fspath).replace("\\", "/"):
-            item.add_marker(pytest.mark.cluster)
-
-
 @pytest.fixture(scope="session")
 def kube() -> Iterator[Kube]:
     running = local.status()
