@@ -11,6 +11,7 @@ over ``encoding.Exts``). ``bin/pulumi`` uses this to judge a command before the 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import yaml
 
 PROJECT, PLUGIN, POLICY_PACK = "Pulumi", "PulumiPlugin", "PulumiPolicy"
-EXTENSIONS = (".json", ".yml", ".yaml")
+EXTENSIONS = (".json", ".yaml", ".yml")
 """sdk/v3 ``go/common/encoding`` Exts: the spellings every one of those files may have."""
 VALUE_FLAGS = {"-C", "--cwd", "-s", "--stack", "--color", "--tracing", "--profiling", "--memprofilerate"}
 """Global and common flags that take the next argument as their value."""
@@ -31,7 +32,7 @@ def definition_in(folder: Path, base: str) -> Path | None:
 
 def find_upwards(start: Path, base: str) -> Path | None:
     """The nearest ``<base>.<ext>`` in ``start`` or a folder above it, as the CLI's walk up finds it."""
-    start = start.resolve()
+    start = Path(os.path.abspath(start))  # filepath.Abs: absolute, symlinks kept
     return next((f for f in (definition_in(d, base) for d in (start, *start.parents)) if f), None)
 
 
