@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from localcluster import projects
 from localcluster.cluster import BIN, CACHE, ROOT
 
 STATE = CACHE / "state"
@@ -46,11 +47,28 @@ class PulumiError(RuntimeError):
     """A pulumi command failed; the message holds its output."""
 
 
-def environment() -> dict[str, str]:
-    """The environment every command runs with: offline, file backend, our binaries first."""
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "PULUMI_IGNORE_AMBIENT_PLUGINS")}
+def _outside_virtualenvs(path: str) -> str:
+    """``PATH`` without any virtualenv's ``bin`` (an activated .venv): a user's shell has none of ours."""
+    kept = [d for d in path.split(os.pathsep) if d and not (Path(d).parent / "pyvenv.cfg").is_file()]
+    return os.pathsep.join(kept)
+
+
+def environment(project: Path | None = None) -> dict[str, str]:
+    """The environment a command on ``project`` runs with: offline, file backend, our binaries first.
+
+    Nothing Python-related that a user's machine lacks: no ``VIRTUAL_ENV``, no virtualenv on
+    ``PATH``, and ``PULUMI_PYTHON_CMD`` only for a Python *program* (``runtime: python``). That
+    one is the harness's kindness, named in docs/local-cluster.md: the Python language host
+    served here (v3.68, localcluster/pulumi/README.md) does not read Pulumi.yaml's
+    ``virtualenv`` from CLI v3.276, so programs run on the checkout's ``.venv``, which holds
+    their requirements. A YAML or TypeScript program, and the ``eks-gpu`` plugin the CLI
+    executes for it, get no Python from here: the plugin runs on ``provider/.venv``
+    (``provider/install``) or says how to make it, as on a user's machine.
+    """
+    dropped = ("KUBECONFIG", "PULUMI_IGNORE_AMBIENT_PLUGINS", "PULUMI_PYTHON_CMD", "VIRTUAL_ENV")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(
-        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+        PATH=f"{BIN}{os.pathsep}{_outside_virtualenvs(env.get('PATH', ''))}",
         PULUMI_HOME=str(HOME),
         PULUMI_BACKEND_URL=f"file://{STATE}",
         PULUMI_CONFIG_PASSPHRASE=PASSPHRASE,
@@ -58,10 +76,9 @@ def environment() -> dict[str, str]:
         PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION="true",
         PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK="1",
     )
-    # The Python language host the proxy serves (see localcluster/pulumi/README.md) does not
-    # read Pulumi.yaml's virtualenv option: programs, the component package and the policy
-    # pack all run on the project's own .venv, which holds each of their requirements.
-    env["PULUMI_PYTHON_CMD"] = str(PYTHON)
+    definition = projects.definition_in(project, projects.PROJECT) if project else None
+    if definition and projects.runtime_of(definition) == "python":
+        env["PULUMI_PYTHON_CMD"] = str(PYTHON)
     return env
 
 
@@ -85,7 +102,7 @@ class Stack:
         with subprocess.Popen(
             argv,
             cwd=self.project_dir,
-            env=environment(),
+            env=environment(self.project_dir),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -115,7 +132,7 @@ class Stack:
         subprocess.run(
             [str(BIN / "pulumi"), "stack", "init", self.name, "--non-interactive"],
             cwd=self.project_dir,
-            env=environment(),
+            env=environment(self.project_dir),
             capture_output=True,
             text=True,
         )

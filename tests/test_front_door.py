@@ -8,8 +8,10 @@ the command does its whole job.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 from infra.tooling import pinned_chart
@@ -136,3 +138,18 @@ def test_the_installed_package_previews_the_platform_from_another_directory(tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"from {site / 'infra' / '__init__.py'}" in done.stdout
     assert RENDERED in done.stdout
+
+
+def test_the_readme_names_the_stacks_bin_preview_previews_and_those_it_skips(capsys) -> None:
+    from infra.tooling import preview
+
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("`bin/preview` runs the Python programs")
+    runs, skips = readme[start : readme.index("\n\n", start)].split("It skips")
+    previewed = [p.relative_to(ROOT).as_posix() for p in preview._projects("dev", ())]
+    skipped = re.findall(r"skipping (\S+): runtime", capsys.readouterr().err)
+    assert previewed[0] == "." and "the platform" in runs
+    assert set(re.findall(r"`(stacks/[^`]+)`", runs)) == set(previewed[1:])
+    globs = re.findall(r"`(stacks/[^`]+)`", skips)
+    assert {p for p in skipped if any(fnmatch(p, g) for g in globs)} == set(skipped)
+    assert all(any(fnmatch(p, g) for p in skipped) for g in globs)

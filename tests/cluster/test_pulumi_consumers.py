@@ -10,13 +10,20 @@ scheduler decides where their pods run; kwok runs them (its ``pod-ready`` and
 The YAML consumers (pulumi-yaml v1.25.0) and the TypeScript one (npm @pulumi/pulumi with the
 SDK generated from the package's schema) reach the components through the ``eks-gpu``
 package: the CLI executes ``provider/pulumi-resource-eks-gpu`` itself, Python source and
-all, with no language host in between (localcluster/pulumi/README.md).
+all, with no language host in between (localcluster/pulumi/README.md). They run as a user's
+project would: copied to a folder outside the checkout, ``packages:`` naming the checkout's
+``provider`` by path, the built CLI and hosts on ``PATH``, no ``PULUMI_PYTHON_CMD``, no
+``VIRTUAL_ENV``, and a ``python3`` without ``pulumi``; the package runs on ``provider/.venv``,
+which ``provider/install`` made (bin/setup runs it). The one thing the copy takes from the
+checkout unasked: the TypeScript project's ``node_modules`` is linked, not installed again.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +35,7 @@ from kubernetes import client
 from infra.tooling.offline import PLATFORM_ROOT
 from infra.workloads.placement import POOL_LABEL
 from localcluster.kube import Kube
-from localcluster.pulumi_cli import Stack
+from localcluster.pulumi_cli import Stack, environment
 
 STACK = "local"
 STACKS = PLATFORM_ROOT / "stacks"
@@ -52,6 +59,40 @@ CONSUMERS = {
 """Projects whose GpuDeployment serves: up makes it Available."""
 JOBS = {"yaml": Consumer(STACKS / "training-yaml", "training", "finetune")}
 """Projects whose GpuJob trains: up waits until it completes."""
+
+
+def outside_the_checkout(project: Path, folder: Path) -> Path:
+    """``project`` as a user's own, in ``folder``: ``packages:`` sources made absolute paths into
+    the checkout (``eks-gpu: <checkout>/provider``), ``node_modules`` linked, nothing else shared."""
+    copy = folder / project.name
+    shutil.copytree(project, copy, symlinks=True, ignore=shutil.ignore_patterns("node_modules"))
+    if (project / "node_modules").is_dir():
+        (copy / "node_modules").symlink_to(project / "node_modules")
+    definition = yaml.safe_load((copy / "Pulumi.yaml").read_text())
+    definition["packages"] = {
+        name: str((project / source).resolve()) for name, source in (definition.get("packages") or {}).items()
+    }
+    (copy / "Pulumi.yaml").write_text(yaml.safe_dump(definition, sort_keys=False))
+    return copy
+
+
+def assert_a_users_world(project: Path) -> None:
+    """What the CLI and the plugins it starts see for ``project``: nothing Python from the harness."""
+    assert PLATFORM_ROOT not in (project.resolve(), *project.resolve().parents)
+    env = environment(project)
+    assert "PULUMI_PYTHON_CMD" not in env and "VIRTUAL_ENV" not in env
+    bare = subprocess.run(["python3", "-c", "import pulumi"], env=env, capture_output=True, text=True)
+    assert bare.returncode != 0, "python3 on PATH has pulumi: a new user's would not"
+
+
+def _runs_where_a_user_would(consumer: Consumer, folder: Path) -> Path:
+    """The Python consumer in place (a Python program's named kindness, pulumi_cli.environment);
+    the YAML and TypeScript ones from ``folder``, outside the checkout."""
+    if consumer.project.joinpath("__main__.py").is_file():
+        return consumer.project
+    project = outside_the_checkout(consumer.project, folder)
+    assert_a_users_world(project)
+    return project
 
 
 def fresh_stack(kube: Kube, project: Path, namespace: str | None = None) -> Stack:
@@ -84,11 +125,11 @@ def _assert_nothing_left(kube: Kube, namespace: str) -> None:
 
 @pytest.mark.parametrize("language", sorted(CONSUMERS))
 def test_up_makes_the_deployment_available_on_its_pool_and_destroy_leaves_nothing(
-    kube: Kube, platform: Stack, language: str
+    kube: Kube, platform: Stack, language: str, tmp_path: Path
 ) -> None:
     consumer = CONSUMERS[language]
     namespace = _namespace(consumer.project)
-    stack = fresh_stack(kube, consumer.project, namespace)
+    stack = fresh_stack(kube, _runs_where_a_user_would(consumer, tmp_path), namespace)
     try:
         stack.up()  # pulumi-kubernetes waits until the Deployment is Available, or fails
         outputs = stack.outputs()
@@ -106,11 +147,11 @@ def test_up_makes_the_deployment_available_on_its_pool_and_destroy_leaves_nothin
 
 @pytest.mark.parametrize("language", sorted(JOBS))
 def test_up_runs_the_job_to_completion_on_its_pool_and_destroy_leaves_nothing(
-    kube: Kube, platform: Stack, language: str
+    kube: Kube, platform: Stack, language: str, tmp_path: Path
 ) -> None:
     consumer = JOBS[language]
     namespace = _namespace(consumer.project)
-    stack = fresh_stack(kube, consumer.project, namespace)
+    stack = fresh_stack(kube, _runs_where_a_user_would(consumer, tmp_path), namespace)
     try:
         stack.up()  # pulumi-kubernetes waits until the Job is Complete, or fails
         job = client.BatchV1Api(kube.api).read_namespaced_job(stack.outputs()["job"], namespace)
@@ -146,6 +187,7 @@ def test_the_documented_yaml_example_previews_on_the_real_engine(
     program = _documented_yaml_example()
     (tmp_path / "Pulumi.yaml").write_text(yaml.safe_dump(program, sort_keys=False))
     (tmp_path / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump({"config": {"eks-gpu:imageCheck": "off"}}))
+    assert_a_users_world(tmp_path)
     stack = Stack(tmp_path, STACK)
     stack.init()
     try:

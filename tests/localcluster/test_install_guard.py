@@ -41,6 +41,43 @@ def test_install_in_a_python_project_is_refused_it_would_become_the_virtualenv()
 
 
 @pytest.mark.parametrize(
+    ("args", "cwd"),
+    [
+        (["install"], ROOT / "infra"),  # the CLI walks up to the platform's Pulumi.yaml
+        (["install"], ROOT / "infra" / "workloads"),
+        (["-C", "infra", "install"], ROOT),
+        (["--cwd=infra/workloads", "install"], ROOT),
+        (["install", "-Cinfra"], ROOT),  # pflag's joined shorthand, after the command
+        (["--cwd", "../../infra", "install"], YAML_PROJECT),
+    ],
+)
+def test_install_below_a_python_project_is_refused_as_the_cli_finds_the_project(
+    args: list[str], cwd: Path
+) -> None:
+    assert folders_made_virtualenvs(args, cwd) == [ROOT]
+
+
+def test_package_add_below_a_python_project_names_the_project_the_cli_would_link() -> None:
+    assert folders_made_virtualenvs(["package", "add", "../provider"], ROOT / "infra") == [PROVIDER, ROOT]
+
+
+def test_install_inside_the_policy_pack_installs_the_pack_not_the_project_around_it() -> None:
+    # install.go shouldInstallPolicyPackDependencies: a pack inside the project wins.
+    assert folders_made_virtualenvs(["install"], ROOT / "policy") == [ROOT / "policy"]
+
+
+def test_a_plugin_in_its_own_tree_is_what_install_installs_below_it(tmp_path: Path) -> None:
+    plugin = tmp_path / "provider"
+    (plugin / "src").mkdir(parents=True)
+    (plugin / "PulumiPlugin.yml").write_text("runtime: {name: python}\n")
+    assert folders_made_virtualenvs(["install"], plugin / "src") == [plugin]
+
+
+def test_with_no_project_above_install_has_nothing_to_make(tmp_path: Path) -> None:
+    assert folders_made_virtualenvs(["install"], tmp_path) == []
+
+
+@pytest.mark.parametrize(
     "args",
     [
         ["package", "get-schema", "../../provider/pulumi-resource-eks-gpu"],
