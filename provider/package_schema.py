@@ -6,9 +6,12 @@ Output (``tests/provider/test_sdk_limits.py``). So the analyzer keeps reading ``
 as open objects, passed on whole at Construct, while the schema served to other languages refers
 to the Kubernetes package's ``ObjectMeta`` and ``<Kind>Spec`` and names each child output's
 resource, as pulumi-eks does (``/kubernetes/v<version>/schema.json#/types/...``): TypeScript, Go
-and the YAML host check them, and a consumer gets the children as resources. The version is the
-pulumi-kubernetes SDK the components are written against; its package.json/go.mod dependency in
-generated SDKs follows from ``dependencies``.
+and the YAML host check them, and a consumer gets the children as resources.
+
+Two versions, each for what it decides (docs/components.md, "Typed inputs, children as outputs"):
+the references name the Kubernetes package schema :data:`SCHEMA_VERSION`, which the CLI loads to
+bind them (it refuses a plugin whose schema has another version); ``dependencies`` name the
+pulumi-kubernetes SDK the components are written against, which generated SDKs depend on.
 """
 
 import importlib.metadata
@@ -22,6 +25,11 @@ from pulumi.provider.experimental.analyzer import Analyzer, ComponentDefinition
 from pulumi.provider.experimental.component import ComponentProvider
 
 KUBERNETES = "kubernetes"
+SCHEMA_VERSION = "4.25.0"
+"""The Kubernetes package whose schema the references name: the one provider every machine here can
+build (the Go module proxy serves pulumi-kubernetes provider/v4 at 4.25.0 only; localcluster/pulumi
+builds it), so that the CLI's schema loader finds exactly that version. Its ObjectMeta, DeploymentSpec,
+JobSpec, Deployment, PodDisruptionBudget and Job are those of the SDK the components use."""
 
 
 def kubernetes_version() -> str:
@@ -31,7 +39,7 @@ def kubernetes_version() -> str:
 
 def kubernetes_ref(section: str, token: str) -> str:
     """A schema reference to the Kubernetes package's ``section`` (``types``/``resources``) entry ``token``."""
-    return f"/{KUBERNETES}/v{kubernetes_version()}/schema.json#/{section}/{quote(token, safe=':')}"
+    return f"/{KUBERNETES}/v{SCHEMA_VERSION}/schema.json#/{section}/{quote(token, safe=':')}"
 
 
 class PackageProvider(ComponentProvider):

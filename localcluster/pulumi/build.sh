@@ -7,9 +7,10 @@
 # Each sub-directory here is one Go module whose go.mod/go.sum pin what is built
 # (see README.md next to this script for what each pin is and why):
 #   cli/                 pulumi                   (pulumi/pkg/v3 v3.276.0)
-#   cli/sdkgen/          pulumi-sdkgen-nodejs     (our main over pkg/v3's codegen/nodejs, same pins)
+#   cli/sdkgen/          pulumi-sdkgen            (our main over pkg/v3's codegen/nodejs and go, same pins)
 #   language-hosts/      pulumi-language-python,  (pulumi/sdk/v3 v3.68.0: the newest
 #                        pulumi-language-nodejs    served sdk/v3 zip that holds them)
+#   language-host-go/    pulumi-language-go       (pulumi/sdk/v3 v3.66.0: the newest served that holds it)
 #   yaml/                pulumi-language-yaml     (pulumi-yaml v1.25.0)
 #   kubernetes-provider/ pulumi-resource-kubernetes (provider/v4 at tag v4.25.0)
 # plus the helper scripts exec'd at run time, copied from the CLI's sdk/v3
@@ -56,11 +57,11 @@ step "building pulumi $PULUMI_VERSION (github.com/pulumi/pulumi/pkg/v3/cmd/pulum
 	-ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
 	-o "$out/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
 
-# TypeScript SDKs of component packages (what `pulumi package add` asks a Node.js host for, which
-# the v3.68 host cannot do): our small main over pkg/v3's own codegen/nodejs, in the CLI's module so
-# it builds from the same pins (cli/sdkgen/main.go).
-step "building pulumi-sdkgen-nodejs (localcluster/pulumi/cli/sdkgen: pkg/v3 $PULUMI_VERSION codegen/nodejs)"
-(cd "$here/cli" && go build -ldflags "-s -w" -o "$out/pulumi-sdkgen-nodejs" ./sdkgen)
+# TypeScript and Go SDKs of component packages (what `pulumi package add` asks the Node.js or Go
+# host for, which the served hosts cannot do): our small main over pkg/v3's own codegen/nodejs and
+# codegen/go, in the CLI's module so it builds from the same pins (cli/sdkgen/main.go).
+step "building pulumi-sdkgen (localcluster/pulumi/cli/sdkgen: pkg/v3 $PULUMI_VERSION codegen/nodejs, codegen/go)"
+(cd "$here/cli" && go build -ldflags "-s -w" -o "$out/pulumi-sdkgen" ./sdkgen)
 
 # --- 2. language hosts for Python and Node.js ---------------------------------
 for lang in python nodejs; do
@@ -69,6 +70,13 @@ for lang in python nodejs; do
 		-ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGHOST_VERSION" \
 		-o "$out/pulumi-language-$lang" "github.com/pulumi/pulumi/sdk/v3/$lang/cmd/pulumi-language-$lang")
 done
+
+# The Go host: sdk/v3 v3.66.0 is the newest served sdk/v3 that holds go/pulumi-language-go (its
+# standalone module, sdk/go/pulumi-language-go/v3, is served at no version: README.md).
+step "building pulumi-language-go v3.66.0 (github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go)"
+(cd "$here/language-host-go" && go build -tags osusergo,grpcnotrace \
+	-ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v3.66.0" \
+	-o "$out/pulumi-language-go" github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go)
 
 # Scripts exec'd at run time, copied from the CLI's github.com/pulumi/pulumi/sdk/v3
 # (v3.276.0, the version pulumi==3.272.0's runtime API is closest to; its
@@ -120,4 +128,4 @@ chmod -R u+w "$k8s_scratch"   # files from the module cache are read-only
 	&& go build -ldflags "-s -w -X $K8S_MODULE/pkg/version.Version=$K8S_VERSION" \
 		-o "$out/pulumi-resource-kubernetes" .)
 
-step "done: pulumi pulumi-sdkgen-nodejs pulumi-language-{python,nodejs,yaml} pulumi-resource-kubernetes and the scripts are in $out"
+step "done: pulumi pulumi-sdkgen pulumi-language-{python,nodejs,go,yaml} pulumi-resource-kubernetes and the scripts are in $out"

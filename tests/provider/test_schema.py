@@ -14,8 +14,8 @@ from infra.workloads import GpuDeploymentArgs, GpuJobArgs
 OPEN_OBJECT = {"type": "object", "additionalProperties": {"$ref": "pulumi.json#/Any"}}
 PLAIN_BOOLEAN = {"type": "boolean", "plain": True}
 PLAIN_STRING = {"type": "string", "plain": True}
-KUBERNETES = "/kubernetes/v4.34.2/schema.json#"
-"""The Kubernetes package's schema at the pulumi-kubernetes SDK pin, as pulumi-eks refers to it."""
+KUBERNETES = "/kubernetes/v4.25.0/schema.json#"
+"""The Kubernetes package's schema at the provider localcluster builds, as pulumi-eks refers to it."""
 OBJECT_META = {"$ref": f"{KUBERNETES}/types/kubernetes:meta%2Fv1:ObjectMeta"}
 SERVED = {
     "eks-gpu:index:GpuDeployment": ("GpuDeploymentArgs", GpuDeploymentArgs),
@@ -38,7 +38,18 @@ def test_the_package_is_eks_gpu_at_this_repositorys_version(schema: dict[str, An
     assert schema["name"] == "eks-gpu"
     assert schema["version"] == version("eks-gpu-infra")
     assert schema["types"] == {}  # no local type: Kubernetes' own are referenced
-    assert schema["dependencies"] == [{"name": "kubernetes", "version": "4.34.2"}]
+    assert schema["dependencies"] == [{"name": "kubernetes", "version": "4.34.2"}]  # the SDK's pin
+
+
+def test_the_types_referenced_are_the_schema_of_the_kubernetes_provider_the_toolchain_builds() -> None:
+    # The CLI binds a reference only to a schema of exactly that version (pkg/v3 codegen/schema
+    # LoadPackageReferenceV2); the provider built here is the one localcluster/pulumi stamps.
+    import re
+    from pathlib import Path
+
+    build = (Path(__file__).resolve().parents[2] / "localcluster" / "pulumi" / "build.sh").read_text()
+    stamped = re.search(r"^K8S_VERSION=(\S+)", build, re.MULTILINE)
+    assert stamped is not None and KUBERNETES == f"/kubernetes/v{stamped.group(1)}/schema.json#"
 
 
 def test_the_package_serves_gpu_deployment_and_gpu_job(schema: dict[str, Any]) -> None:
