@@ -68,34 +68,7 @@ func triton(
 	if p := conf.Get("pool"); p != "" {
 		pool = &p // a pool the platform exports (its `placement` output lists them); unset: any GPU pool
 	}
-	container := corev1.ContainerArgs{
-		Name:            pulumi.String("triton"),
-		Image:           pulumi.String(conf.Require("image")),
-		ImagePullPolicy: pulumi.String("Always"),
-		Args: pulumi.ToStringArray([]string{
-			"tritonserver", "--model-repository=/models", "--model-control-mode=explicit",
-		}),
-		Ports: corev1.ContainerPortArray{
-			corev1.ContainerPortArgs{Name: pulumi.String("http"), ContainerPort: pulumi.Int(8000)},
-			corev1.ContainerPortArgs{Name: pulumi.String("grpc"), ContainerPort: pulumi.Int(8001)},
-		},
-		Resources: corev1.ResourceRequirementsArgs{
-			Requests: pulumi.StringMap{"cpu": pulumi.String("2"), "memory": pulumi.String("6Gi")},
-			Limits:   pulumi.StringMap{"cpu": pulumi.String("3"), "memory": pulumi.String("6Gi")},
-		},
-		ReadinessProbe: corev1.ProbeArgs{HttpGet: corev1.HTTPGetActionArgs{
-			Path: pulumi.String("/v2/health/ready"), Port: pulumi.String("http"),
-		}},
-		LivenessProbe: corev1.ProbeArgs{HttpGet: corev1.HTTPGetActionArgs{
-			Path: pulumi.String("/v2/health/live"), Port: pulumi.String("http"),
-		}},
-		// Writes go to the emptyDirs only.
-		SecurityContext: corev1.SecurityContextArgs{ReadOnlyRootFilesystem: pulumi.Bool(true)},
-		VolumeMounts: corev1.VolumeMountArray{
-			corev1.VolumeMountArgs{Name: pulumi.String("models"), MountPath: pulumi.String("/models")},
-			corev1.VolumeMountArgs{Name: pulumi.String("tmp"), MountPath: pulumi.String("/tmp")},
-		},
-	}
+	container := tritonContainer(conf.Require("image"))
 	return eksgpu.NewGpuDeployment(ctx, "triton", &eksgpu.GpuDeploymentArgs{
 		Metadata: metav1.ObjectMetaArgs{
 			Name:      pulumi.String("triton"),
@@ -128,6 +101,38 @@ func triton(
 		// The contract as the platform exported it, so a platform with other names just works.
 		Placement: platform.GetOutput(pulumi.String("placement")).AsMapOutput(),
 	}, pulumi.Providers(provider)) // the component's Deployment and PodDisruptionBudget use the platform's cluster
+}
+
+// tritonContainer is the Triton server container: its ports, probes and resources.
+func tritonContainer(image string) corev1.ContainerArgs {
+	return corev1.ContainerArgs{
+		Name:            pulumi.String("triton"),
+		Image:           pulumi.String(image),
+		ImagePullPolicy: pulumi.String("Always"),
+		Args: pulumi.ToStringArray([]string{
+			"tritonserver", "--model-repository=/models", "--model-control-mode=explicit",
+		}),
+		Ports: corev1.ContainerPortArray{
+			corev1.ContainerPortArgs{Name: pulumi.String("http"), ContainerPort: pulumi.Int(8000)},
+			corev1.ContainerPortArgs{Name: pulumi.String("grpc"), ContainerPort: pulumi.Int(8001)},
+		},
+		Resources: corev1.ResourceRequirementsArgs{
+			Requests: pulumi.StringMap{"cpu": pulumi.String("2"), "memory": pulumi.String("6Gi")},
+			Limits:   pulumi.StringMap{"cpu": pulumi.String("3"), "memory": pulumi.String("6Gi")},
+		},
+		ReadinessProbe: corev1.ProbeArgs{HttpGet: corev1.HTTPGetActionArgs{
+			Path: pulumi.String("/v2/health/ready"), Port: pulumi.String("http"),
+		}},
+		LivenessProbe: corev1.ProbeArgs{HttpGet: corev1.HTTPGetActionArgs{
+			Path: pulumi.String("/v2/health/live"), Port: pulumi.String("http"),
+		}},
+		// Writes go to the emptyDirs only.
+		SecurityContext: corev1.SecurityContextArgs{ReadOnlyRootFilesystem: pulumi.Bool(true)},
+		VolumeMounts: corev1.VolumeMountArray{
+			corev1.VolumeMountArgs{Name: pulumi.String("models"), MountPath: pulumi.String("/models")},
+			corev1.VolumeMountArgs{Name: pulumi.String("tmp"), MountPath: pulumi.String("/tmp")},
+		},
+	}
 }
 
 // expose is the Service in front of Triton and the NetworkPolicy that lets only the namespace in.
