@@ -49,7 +49,7 @@ def test_the_types_referenced_are_the_schema_of_the_kubernetes_provider_the_tool
 
     build = (Path(__file__).resolve().parents[2] / "localcluster" / "pulumi" / "build.sh").read_text()
     stamped = re.search(r"^K8S_VERSION=(\S+)", build, re.MULTILINE)
-    assert stamped is not None and KUBERNETES == f"/kubernetes/v{stamped.group(1)}/schema.json#"
+    assert stamped is not None and f"/kubernetes/v{stamped.group(1)}/schema.json#" == KUBERNETES
 
 
 def test_the_package_serves_gpu_deployment_and_gpu_job(schema: dict[str, Any]) -> None:
