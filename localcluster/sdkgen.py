@@ -57,11 +57,6 @@ def generate_sdk(language: str, out: Path | None = None) -> None:
         _run(BIN / "pulumi-sdkgen", language, files[0], out or SDKS[language], *files[1:])
 
 
-def generate_typescript_sdk(out: Path = TYPESCRIPT_SDK) -> None:
-    """Replace ``out`` with the TypeScript SDK Pulumi's Node.js code generator writes for the package."""
-    generate_sdk("nodejs", out)
-
-
 def _run(*argv: str | Path) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [str(a) for a in argv], cwd=ROOT, env=environment(), capture_output=True, text=True, timeout=300
