@@ -66,8 +66,9 @@ TARGETS: dict[str, Target] = {
                 f"pulumi-{part}", PULUMI / folder, outputs, script=(str(PULUMI / "build.sh"),), args=(part,)
             )
             for part, folder, outputs in (
-                ("cli", "cli", ("pulumi", "pulumi-sdkgen-nodejs", "pulumi-language-python-exec")),
+                ("cli", "cli", ("pulumi", "pulumi-sdkgen", "pulumi-language-python-exec")),
                 ("hosts", "language-hosts", ("pulumi-language-python", "pulumi-language-nodejs")),
+                ("go", "language-host-go", ("pulumi-language-go",)),
                 ("yaml", "yaml", ("pulumi-language-yaml",)),
                 ("kubernetes", "kubernetes-provider", ("pulumi-resource-kubernetes",)),
             )
@@ -90,7 +91,7 @@ TARGETS: dict[str, Target] = {
 # the names callers use for several targets
 ALIASES = {
     "tools": ("kwok", "helm"),
-    "pulumi": ("pulumi-cli", "pulumi-hosts", "pulumi-yaml", "pulumi-kubernetes"),
+    "pulumi": ("pulumi-cli", "pulumi-hosts", "pulumi-go", "pulumi-yaml", "pulumi-kubernetes"),
 }
 DEFAULT = ("kube", "tools", "charts", "pulumi", "karpenter", "autoscaler")
 

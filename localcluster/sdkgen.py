@@ -1,16 +1,19 @@
-"""The eks-gpu package's TypeScript SDK, generated from the schema the package itself serves.
+"""The eks-gpu package's TypeScript and Go SDKs, generated from the schema the package itself serves.
 
-``pulumi package add ./provider`` asks the Node.js language host to generate it (its
-GeneratePackage); the v3.68 host the Go module proxy serves has none. So the same generator,
-Pulumi's ``pkg/v3/codegen/nodejs`` at the CLI's pin, runs through our ``pulumi-sdkgen-nodejs``
-(``localcluster/pulumi/cli/sdkgen``), on the schema ``pulumi package get-schema`` reads from the
-package's plugin file. ``bin/gen-sdk`` writes it where ``package add`` would: the TypeScript
-stack's ``sdks/eks-gpu``. Committed, and compared with a fresh one by
-``tests/provider/test_typescript_sdk.py``.
+``pulumi package add ./provider`` asks the project's language host to generate the SDK (its
+GeneratePackage); the Node.js (v3.68) and Go (v3.66) hosts the Go module proxy serves have none.
+So the same generators, Pulumi's ``pkg/v3/codegen/nodejs`` and ``codegen/go`` at the CLI's pin,
+run through our ``pulumi-sdkgen`` (``localcluster/pulumi/cli/sdkgen``), called as the CLI and the
+v3.276 hosts call them (same tool name in every header, same options), on the schema ``pulumi
+package get-schema`` reads from the package's plugin file, and on the schema of every package it
+references (the Kubernetes provider's, read the same way): what the CLI's loader hands the host.
+``bin/gen-sdk`` writes each where ``package add`` would, ``<project>/sdks/eks-gpu``. Committed,
+and compared with fresh ones by ``tests/provider/test_sdks.py``.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,8 +24,14 @@ from localcluster.pulumi_cli import environment, prepare
 
 PLUGIN = ROOT / "provider" / "pulumi-resource-eks-gpu"
 """The package's plugin file: the CLI executes it (no language host) and asks it for its schema."""
-TYPESCRIPT_SDK = ROOT / "stacks" / "inference-ts" / "sdks" / "eks-gpu"
-"""Where ``pulumi package add`` writes the SDK in the TypeScript stack: ``<project>/sdks/<package>``."""
+SDKS = {
+    "nodejs": ROOT / "stacks" / "inference-ts" / "sdks" / "eks-gpu",
+    "go": ROOT / "stacks" / "inference-go" / "sdks" / "eks-gpu",
+}
+"""Where ``pulumi package add`` writes the SDK in each consumer project: ``<project>/sdks/<package>``."""
+TYPESCRIPT_SDK = SDKS["nodejs"]
+REFERENCE = re.compile(r'"\$ref":\s*"/([-\w]+)/v([^/"]+)/schema\.json#')
+"""A reference to another package's schema (``/<name>/v<version>/schema.json#/...``)."""
 
 
 def package_schema() -> str:
@@ -31,12 +40,21 @@ def package_schema() -> str:
     return _run(BIN / "pulumi", "package", "get-schema", str(PLUGIN)).stdout
 
 
-def generate_typescript_sdk(out: Path = TYPESCRIPT_SDK) -> None:
-    """Replace ``out`` with the TypeScript SDK Pulumi's Node.js code generator writes for the package."""
+def referenced_packages(schema: str) -> list[str]:
+    """``name@version`` of every package ``schema`` references, as the CLI's loader would load them."""
+    return sorted({f"{name}@{version}" for name, version in REFERENCE.findall(schema)})
+
+
+def generate_sdk(language: str, out: Path | None = None) -> None:
+    """Replace ``out`` (default: the consumer project's ``sdks/eks-gpu``) with the SDK Pulumi's ``language`` generator writes."""
+    schema = package_schema()
     with tempfile.TemporaryDirectory() as scratch:
-        schema = Path(scratch) / "schema.json"
-        schema.write_text(package_schema())
-        _run(BIN / "pulumi-sdkgen-nodejs", str(schema), str(out))
+        files = [Path(scratch) / "schema.json"]
+        files[0].write_text(schema)
+        for package in referenced_packages(schema):
+            files.append(Path(scratch) / f"{package}.json")
+            files[-1].write_text(_run(BIN / "pulumi", "package", "get-schema", package).stdout)
+        _run(BIN / "pulumi-sdkgen", language, files[0], out or SDKS[language], *files[1:])
 
 
 def _run(*argv: str | Path) -> subprocess.CompletedProcess[str]:
@@ -49,4 +67,9 @@ def _run(*argv: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 if __name__ == "__main__":
-    generate_typescript_sdk(Path(sys.argv[1]) if len(sys.argv) > 1 else TYPESCRIPT_SDK)
+    languages = sys.argv[1:] or sorted(SDKS)
+    unknown = [language for language in languages if language not in SDKS]
+    if unknown:
+        sys.exit(f"gen-sdk: no SDK for {unknown}; languages: {sorted(SDKS)}")
+    for language in languages:
+        generate_sdk(language)

@@ -1,11 +1,15 @@
 """Entry point the Pulumi CLI runs for the ``eks-gpu`` component package (see PulumiPlugin.yaml).
 
-The SDK's host infers the schema from the classes in ``eks_gpu_components`` and
-answers the engine's Construct calls with them.
+The SDK's analyzer infers the schema from the classes in ``eks_gpu_components``,
+``package_schema`` types it with the Kubernetes package's own types, and the SDK's component
+provider answers the engine's Construct calls with those classes.
 """
 
-from eks_gpu_components import COMPONENTS, PACKAGE, VERSION
-from pulumi.provider.experimental import component_provider_host
+import sys
+
+from eks_gpu_components import COMPONENTS, PACKAGE, SHARED_ARGS, VERSION
+from package_schema import PackageProvider
+from pulumi.provider import main
 
 if __name__ == "__main__":
-    component_provider_host(COMPONENTS, name=PACKAGE, version=VERSION)
+    main(PackageProvider(COMPONENTS, PACKAGE, VERSION, SHARED_ARGS), sys.argv[1:])

@@ -1,16 +1,19 @@
 """The GPU components as a Pulumi component package, for TypeScript, Go, C#, Java and YAML stacks.
 
-``__main__.py`` serves the classes below with ``component_provider_host``: the SDK's analyzer
-builds the package schema from their annotations, and construction is the real component in
+``__main__.py`` serves the classes below: the SDK's analyzer (``pulumi.provider.experimental``)
+builds the package schema from their annotations, :mod:`package_schema` then types it with the
+Kubernetes package's own types and resources, and construction is the real component in
 :mod:`infra.workloads`. What the analyzer (pulumi 3.272.0) dictates, each point pinned in
 ``tests/provider/test_sdk_limits.py``:
 
 - real annotations only (no ``from __future__ import annotations``, so no subclass of the
   real components either: it walks the MRO), and no unions but ``Optional``;
-- Kubernetes objects and ``placement`` are open objects passed on whole: another package's
-  types become empty local types, and a typed object that arrives as an Output loses its fields;
-- descriptions come from the analysed class's own source, so each Args lists every input
-  (decision 0015);
+- another package's types become empty local types, and a typed object that arrives as an
+  Output loses its fields: so ``metadata``/``spec`` are analysed as open objects, passed on whole,
+  and only the schema names their Kubernetes types (``package_schema.typed``);
+- descriptions come from the analysed class's own source: the fields both components take are
+  declared once (``_WorkloadArgs``) and ``package_schema`` describes them from there, in each
+  component's words (``_words``);
 - numbers arrive as floats (:func:`infra.workloads.wire.whole_numbers`), and ``customTimeouts`` never arrive, so
   the timeouts are inputs.
 
@@ -22,7 +25,7 @@ type-checked against it first), and that start need not pay for them (decision 0
 import importlib
 import importlib.metadata
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, ClassVar, TypedDict
 
 import pulumi
 from typing_extensions import NotRequired
@@ -36,18 +39,21 @@ VERSION = importlib.metadata.version("eks-gpu-infra")
 JsonObject = pulumi.Input[dict[str, pulumi.Input[Any]]]
 """An open object (schema ``type: object`` of ``pulumi.json#/Any``), passed on whole; values may be Outputs."""
 
+Child = pulumi.Output[Any]
+"""A child resource as an output: the schema names its Kubernetes resource (``_children``)."""
 
-class GpuDeploymentArgs(TypedDict):
-    """Inputs of ``eks-gpu:index:GpuDeployment``: ``infra.workloads.GpuDeploymentArgs`` field by field."""
+
+class _WorkloadArgs(TypedDict):
+    """What both components take (``infra.workloads.component.GpuWorkloadArgs``); {placeholders} are each one's words."""
 
     spec: JsonObject
-    """The Deployment spec, as for kubernetes:apps/v1:Deployment (camelCase, as in YAML). The GPU nodeSelector, toleration and nvidia.com/gpu limits are merged in; every field of yours is kept."""
+    """The {kind} spec ({token}Spec, camelCase as in YAML). The GPU nodeSelector, toleration and nvidia.com/gpu limits are merged in{spec_extra}; every field of yours is kept."""
     metadata: NotRequired[JsonObject]
-    """The Deployment's metadata (name, namespace, labels, annotations), as for kubernetes:apps/v1:Deployment."""
+    """The {kind}'s metadata (name, namespace, labels, annotations), as for {token}."""
     gpus: NotRequired[int]
     """GPUs per pod, given to the first container unless a container declares nvidia.com/gpu (default 1)."""
     placement: NotRequired[JsonObject]
-    """The placement contract as the platform stack exports it (its `placement` output): {key, value} and, where the platform has them, pools. Default {key: GPU, value: "true"}."""
+    """The placement contract as the platform stack exports it (its `placement` output): {{key, value}} and, where the platform has them, pools. Default {{key: GPU, value: "true"}}."""
     pool: NotRequired[str]
     """Run only on this GPU pool (nodeSelector eks-gpu/pool); it must be one of the pools the placement exports, and the pool must fit the pod's GPUs."""
     security_profile: NotRequired[str]
@@ -55,11 +61,16 @@ class GpuDeploymentArgs(TypedDict):
     check_image_architecture: NotRequired[bool]
     """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
     create_timeout: NotRequired[str]
-    """How long `pulumi up` waits for the Deployment's rollout on create, as a duration ("90m", "2h"; default 30m). Use this rather than the customTimeouts resource option, which the component provider does not pass on (pulumi 3.272.0)."""
+    """How long `pulumi up` waits for {create_wait} on create, as a duration ("90m", "2h"; default {wait_default}). Use this rather than the customTimeouts resource option, which the component provider does not pass on (pulumi 3.272.0)."""
     update_timeout: NotRequired[str]
-    """How long `pulumi up` waits for the rollout on update, as a duration (default 30m)."""
+    """How long `pulumi up` waits for {update_wait}, as a duration (default {wait_default})."""
     delete_timeout: NotRequired[str]
     """How long `pulumi destroy` waits for the deletion, as a duration (default pulumi-kubernetes' own)."""
+
+
+class GpuDeploymentArgs(_WorkloadArgs):
+    """Inputs of ``eks-gpu:index:GpuDeployment``: ``infra.workloads.GpuDeploymentArgs`` field by field."""
+
     pod_disruption_budget: NotRequired[bool]
     """Declare a PodDisruptionBudget (maxUnavailable 1) when replicas > 1 or not known yet (default true)."""
     rolling_update_defaults: NotRequired[bool]
@@ -68,29 +79,9 @@ class GpuDeploymentArgs(TypedDict):
     """A HorizontalPodAutoscaler (or KEDA) owns spec.replicas (default false). True: spec.replicas, if given, is the count at create, later `pulumi up`s never send it again (the Deployment ignores changes to it), so the autoscaler's count stays; the PodDisruptionBudget is declared whatever the count."""
 
 
-class GpuJobArgs(TypedDict):
+class GpuJobArgs(_WorkloadArgs):
     """Inputs of ``eks-gpu:index:GpuJob``: ``infra.workloads.GpuJobArgs`` field by field."""
 
-    spec: JsonObject
-    """The Job spec, as for kubernetes:batch/v1:Job (camelCase, as in YAML). The GPU nodeSelector, toleration and nvidia.com/gpu limits are merged in, restartPolicy defaults to Never; every field of yours is kept."""
-    metadata: NotRequired[JsonObject]
-    """The Job's metadata (name, namespace, labels, annotations), as for kubernetes:batch/v1:Job."""
-    gpus: NotRequired[int]
-    """GPUs per pod, given to the first container unless a container declares nvidia.com/gpu (default 1)."""
-    placement: NotRequired[JsonObject]
-    """The placement contract as the platform stack exports it (its `placement` output): {key, value} and, where the platform has them, pools. Default {key: GPU, value: "true"}."""
-    pool: NotRequired[str]
-    """Run only on this GPU pool (nodeSelector eks-gpu/pool); it must be one of the pools the placement exports, and the pool must fit the pod's GPUs."""
-    security_profile: NotRequired[str]
-    """securityContext defaults, your values always winning: "baseline" (default; "restricted" when the spec already runs as non-root), "restricted" or "none"."""
-    check_image_architecture: NotRequired[bool]
-    """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
-    create_timeout: NotRequired[str]
-    """How long `pulumi up` waits for the Job to complete on create, as a duration ("90m", "3h"; default 60m). Use this rather than the customTimeouts resource option, which the component provider does not pass on (pulumi 3.272.0)."""
-    update_timeout: NotRequired[str]
-    """How long `pulumi up` waits for a replaced Job to complete, as a duration (default 60m)."""
-    delete_timeout: NotRequired[str]
-    """How long `pulumi destroy` waits for the deletion, as a duration (default pulumi-kubernetes' own)."""
     wait_for_completion: NotRequired[bool]
     """Wait in `pulumi up` until the Job completes (default true); false adds the annotation pulumi.com/skipAwait: "true"."""
     replace_unready: NotRequired[bool]
@@ -100,14 +91,26 @@ class GpuJobArgs(TypedDict):
 class _Served(pulumi.ComponentResource):
     """A served component: its subclass is the schema; constructing it returns the real one of infra.workloads.
 
-    The real one already registers under the same type token, so it is returned, not wrapped.
+    The real one already registers under the same type token, so it is returned, not wrapped;
+    its attributes (``name``, ``namespace``, the children) are the outputs.
     Every input is passed on as a dict (snake_case keys), so the component reads it as it reads
     any dict (``component.read_args``) and refuses one it does not take with its own message.
-    Only private annotations here: the analyzer reads this class too.
+    Only private annotations besides the outputs here: the analyzer reads this class too.
     """
 
-    _real: str
+    _real: ClassVar[str]
     """``module:Class`` of the :mod:`infra.workloads` component this one serves, imported when constructed."""
+    _kind: ClassVar[str]
+    """The Kubernetes resource the component declares, by type token: its spec and the docs' words come from it."""
+    _children: ClassVar[dict[str, str]]
+    """Each child output (Python name) -> the Kubernetes resource type token it holds."""
+    _words: ClassVar[dict[str, str]]
+    """What fills the {placeholders} of the shared inputs' and outputs' descriptions."""
+
+    name: pulumi.Output[str]
+    """The {kind}'s name (metadata.name, auto-named from the resource name if not given)."""
+    namespace: pulumi.Output[str]
+    """The {kind}'s namespace."""
 
     def __new__(
         cls, resource_name: str, args: Mapping[str, Any], opts: pulumi.ResourceOptions | None = None
@@ -122,14 +125,23 @@ class GpuDeployment(_Served):
     """A Kubernetes Deployment whose pods land on the platform's GPU nodes and only there: nodeSelector, toleration and nvidia.com/gpu limits always set."""
 
     _real = "infra.workloads.gpu_deployment:GpuDeployment"
-    name: pulumi.Output[str]
-    """The Deployment's name (metadata.name, auto-named from the resource name if not given)."""
-    namespace: pulumi.Output[str]
-    """The Deployment's namespace."""
+    _kind = "kubernetes:apps/v1:Deployment"
+    _children = {"deployment": _kind, "pod_disruption_budget": "kubernetes:policy/v1:PodDisruptionBudget"}
+    _words = {
+        "create_wait": "the Deployment's rollout",
+        "update_wait": "the rollout on update",
+        "spec_extra": "",
+        "wait_default": "30m",
+    }
+
+    deployment: Child
+    """The Deployment itself: depend on it, or read its status (e.g. status.readyReplicas)."""
+    pod_disruption_budget: Child | None
+    """The PodDisruptionBudget, when one is declared (podDisruptionBudget true and replicas > 1, unknown, or autoscaled)."""
 
     def __init__(
         self, resource_name: str, args: GpuDeploymentArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    ):
         """Never runs (``__new__`` returns another class); its ``args`` annotation is the analyzer's entry point."""
 
 
@@ -137,19 +149,26 @@ class GpuJob(_Served):
     """A Kubernetes Job (training, batch inference) whose pods land on the platform's GPU nodes and only there: nodeSelector, toleration and nvidia.com/gpu limits always set."""
 
     _real = "infra.workloads.gpu_job:GpuJob"
-    name: pulumi.Output[str]
-    """The Job's name (metadata.name, auto-named from the resource name if not given)."""
-    namespace: pulumi.Output[str]
-    """The Job's namespace."""
+    _kind = "kubernetes:batch/v1:Job"
+    _children = {"job": _kind}
+    _words = {
+        "create_wait": "the Job to complete",
+        "update_wait": "a replaced Job to complete",
+        "spec_extra": ", restartPolicy defaults to Never",
+        "wait_default": "60m",
+    }
 
-    def __init__(
-        self, resource_name: str, args: GpuJobArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    job: Child
+    """The Job itself: depend on it (e.g. to run after training), or read its status (e.g. status.succeeded)."""
+
+    def __init__(self, resource_name: str, args: GpuJobArgs, opts: pulumi.ResourceOptions | None = None):
         """Never runs (``__new__`` returns another class); its ``args`` annotation is the analyzer's entry point."""
 
 
-COMPONENTS: list[type[pulumi.ComponentResource]] = [GpuDeployment, GpuJob]
+COMPONENTS: list[type[_Served]] = [GpuDeployment, GpuJob]
 """What the package serves, in schema order."""
+SHARED_ARGS = [_WorkloadArgs]
+"""Where the inputs both components take are declared and described (their args TypedDicts inherit them)."""
 
 
 def served_class(served: type[_Served]) -> type[pulumi.ComponentResource]:

@@ -29,7 +29,7 @@ repo_root="$(cd "$here/../.." && pwd)"
 out="${1:?usage: $0 OUTPUT_BIN_DIR [cli|hosts|yaml|kubernetes ...]}"
 shift
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(cli hosts yaml kubernetes)
+[ ${#parts[@]} -gt 0 ] || parts=(cli hosts go yaml kubernetes)
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 scratch="$repo_root/.cache/localcluster/pulumi-build"
@@ -57,16 +57,16 @@ fi
 step() { echo "==> [$(date +%H:%M:%S)] $*"; }
 
 part_cli() {
-# --- 1. pulumi CLI and pulumi-sdkgen-nodejs: one Go invocation -----------------
-# pulumi-sdkgen-nodejs builds TypeScript SDKs of component packages (what `pulumi package add` asks
-# a Node.js host for, which the v3.68 host cannot do): our small main over pkg/v3's own
-# codegen/nodejs, in the CLI's module so it builds from the same pins (cli/sdkgen/main.go). Built
+# --- 1. pulumi CLI and pulumi-sdkgen: one Go invocation ------------------------
+# pulumi-sdkgen builds TypeScript and Go SDKs of component packages (what `pulumi package add` asks
+# the Node.js or Go host for, which the served hosts cannot do): our small main over pkg/v3's own
+# codegen/nodejs and codegen/go, in the CLI's module so it builds from the same pins (cli/sdkgen/main.go). Built
 # with the CLI's tags in the same invocation, the packages both import compile once, not twice.
-step "building pulumi $PULUMI_VERSION (github.com/pulumi/pulumi/pkg/v3/cmd/pulumi) and pulumi-sdkgen-nodejs (cli/sdkgen)"
+step "building pulumi $PULUMI_VERSION (github.com/pulumi/pulumi/pkg/v3/cmd/pulumi) and pulumi-sdkgen (cli/sdkgen)"
 (cd "$here/cli" && go build -tags osusergo,grpcnotrace \
 	-ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
 	-o "$out/" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi ./sdkgen)
-mv "$out/sdkgen" "$out/pulumi-sdkgen-nodejs"
+mv "$out/sdkgen" "$out/pulumi-sdkgen"
 }
 
 part_hosts() {
@@ -97,6 +97,15 @@ for f in python/cmd/pulumi-language-python-exec \
 	step "copying $(basename "$f") from github.com/pulumi/pulumi/sdk/v3@$PULUMI_VERSION ($f)"
 	install -m 0755 "$sdk_dir/$f" "$out/$(basename "$f")"
 done
+}
+
+part_go() {
+# The Go host: sdk/v3 v3.66.0 is the newest served sdk/v3 that holds go/pulumi-language-go (its
+# standalone module, sdk/go/pulumi-language-go/v3, is served at no version: README.md).
+step "building pulumi-language-go v3.66.0 (github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go)"
+(cd "$here/language-host-go" && go build -tags osusergo,grpcnotrace \
+	-ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v3.66.0" \
+	-o "$out/pulumi-language-go" github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go)
 }
 
 part_yaml() {
@@ -137,8 +146,8 @@ chmod -R u+w "$k8s_scratch"   # files from the module cache are read-only
 for part in "${parts[@]}"; do
 	case "$part" in
 	cli) part_cli; part_scripts ;;
-	hosts | yaml | kubernetes) "part_$part" ;;
-	*) echo "build.sh: no part $part (cli hosts yaml kubernetes)" >&2; exit 2 ;;
+	hosts | go | yaml | kubernetes) "part_$part" ;;
+	*) echo "build.sh: no part $part (cli hosts go yaml kubernetes)" >&2; exit 2 ;;
 	esac
 done
 step "done: ${parts[*]} in $out"

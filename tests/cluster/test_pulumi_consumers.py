@@ -7,8 +7,8 @@ waits for the Deployment to be Available and for the Job to complete; the real
 scheduler decides where their pods run; kwok runs them (its ``pod-ready`` and
 ``pod-complete`` stages: a Job's pod succeeds once running, localcluster/cluster.py).
 
-The YAML consumers (pulumi-yaml v1.25.0) and the TypeScript one (npm @pulumi/pulumi with the
-SDK generated from the package's schema) reach the components through the ``eks-gpu``
+The YAML consumers (pulumi-yaml v1.25.0), the TypeScript one (npm @pulumi/pulumi with the
+SDK generated from the package's schema) and the Go one (its SDK from Pulumi's codegen/go) reach the components through the ``eks-gpu``
 package: the CLI executes ``provider/pulumi-resource-eks-gpu`` itself, Python source and
 all, with no language host in between (localcluster/pulumi/README.md). They run as a user's
 project would: copied to a folder outside the checkout, ``packages:`` naming the checkout's
@@ -55,8 +55,12 @@ CONSUMERS = {
     "yaml": Consumer(STACKS / "inference-yaml", "inference", "triton"),
     # Through the eks-gpu package's generated SDK, on the npm packages bin/setup installs.
     "typescript": Consumer(STACKS / "inference-ts", "inference", "triton"),
+    # Through the SDK Pulumi's codegen/go generates, compiled by the Go host (sdk/v3 v3.66.0).
+    "go": Consumer(STACKS / "inference-go", "inference", "triton"),
 }
 """Projects whose GpuDeployment serves: up makes it Available."""
+SDK_CONSUMERS = {"typescript", "go"}
+"""Projects on a generated SDK: they export the child Deployment's readyReplicas, read through the component."""
 JOBS = {"yaml": Consumer(STACKS / "training-yaml", "training", "finetune")}
 """Projects whose GpuJob trains: up waits until it completes."""
 
@@ -138,6 +142,9 @@ def test_up_makes_the_deployment_available_on_its_pool_and_destroy_leaves_nothin
         pods = kube.pods(namespace, f"app.kubernetes.io/name={consumer.app}")
         assert len(pods) == deployment.spec.replicas
         _assert_on_pool(kube, pods, consumer.pool)
+        if language in SDK_CONSUMERS:
+            # The component's child Deployment, a resource output in the SDK: its status as the cluster says.
+            assert outputs["readyReplicas"] == deployment.status.ready_replicas
         # A second preview against what is deployed: nothing to change.
         stack.preview("--expect-no-changes")
     finally:

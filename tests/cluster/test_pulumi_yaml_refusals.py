@@ -90,6 +90,11 @@ CASES = {
         _set("replicaCount", 2), "Property replicaCount does not exist on 'eks-gpu:index:GpuDeployment'"
     ),
     "string for gpus": Case(_set("gpus", "two"), "gpus: Cannot assign type 'string' to type 'integer'"),
+    # spec is the Kubernetes package's DeploymentSpec (the schema refers to it): its fields too.
+    "string for spec.replicas": Case(
+        lambda properties: properties["spec"].__setitem__("replicas", "two"),
+        "replicas: Cannot assign type 'string' to type 'integer'",
+    ),
     # The component: at once (the spec is known) ...
     "nodeSelector contradicting the pool": Case(
         _select_pool("training"),

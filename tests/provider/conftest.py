@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pulumi.provider
 import pytest
-from pulumi.provider.experimental import host
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.provider import ConstructResult
 from pulumi.provider.server import ProviderServicer
@@ -30,16 +30,15 @@ PROVIDER_DIR = ROOT / "provider"
 def provider() -> Iterator[ComponentProvider]:
     """The provider ``provider/__main__.py`` builds, captured where the host would start serving it."""
     captured: list[ComponentProvider] = []
-    saved_main, saved_hosting = host.main, host.is_hosting
+    saved_main = pulumi.provider.main
     sys.path.insert(0, str(PROVIDER_DIR))
-    host.main = lambda served, args: captured.append(served)
-    host.is_hosting = False
+    pulumi.provider.main = lambda served, args: captured.append(served)
     try:
         runpy.run_path(str(PROVIDER_DIR / "__main__.py"), run_name="__main__")
     finally:
-        host.main, host.is_hosting = saved_main, saved_hosting
+        pulumi.provider.main = saved_main
         sys.path.remove(str(PROVIDER_DIR))
-    assert len(captured) == 1, "provider/__main__.py did not call component_provider_host"
+    assert len(captured) == 1, "provider/__main__.py did not serve a provider with pulumi.provider.main"
     yield captured[0]
 
 
@@ -94,12 +93,19 @@ def declare(
     dependencies: Mapping[str, list[str]] | None = None,
     request: proto.ConstructRequest | None = None,
 ) -> tuple[Run, dict[str, Any]]:
-    """Run one Construct on the mock engine; return what it registered and the component's state."""
+    """Run one Construct on the mock engine; return what it registered and the component's state.
+
+    A resource in the state (a child the component outputs) is given as its URN, the resource
+    reference the engine hands the consumer.
+    """
+    import pulumi
+
     state: dict[str, Any] = {}
 
     def program() -> None:
         result = construct(provider, type_token, name, inputs, dependencies, request)
-        state.update({key: resolve(value) for key, value in result.state.items()})
+        for key, value in result.state.items():
+            state[key] = resolve(value.urn if isinstance(value, pulumi.Resource) else value)
 
     return run_program(program), state
 

@@ -101,7 +101,13 @@ def test_the_deployment_gets_the_contract_and_keeps_everything_the_user_sent(
     assert container["ports"] == [{"name": "http", "containerPort": 8000}]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert placeable_on(pod, [gpu_node(), system_node()]) == ["gpu"]
-    assert state == {"name": "llm", "namespace": "inference"}
+    budget = run.one("kubernetes:policy/v1:PodDisruptionBudget")
+    assert state == {
+        "name": "llm",
+        "namespace": "inference",
+        "deployment": deployment.urn,  # the consumer's own k8s.apps.v1.Deployment, to depend on or read
+        "podDisruptionBudget": budget.urn,
+    }
     sent = typescript_inputs()
     assert dropped(sent["metadata"], deployment.inputs["metadata"]) == []
     assert dropped(sent["spec"], spec) == []
@@ -163,7 +169,7 @@ def test_a_spec_with_outputs_inside_is_placed_when_resolved(provider: ComponentP
 
 
 def test_the_opt_outs_are_honoured(provider: ComponentProvider) -> None:
-    run, _ = build(
+    run, state = build(
         provider,
         typescript_inputs(securityProfile="none", podDisruptionBudget=False, rollingUpdateDefaults=False),
     )
@@ -173,6 +179,7 @@ def test_the_opt_outs_are_honoured(provider: ComponentProvider) -> None:
     assert "securityContext" not in spec["template"]["spec"]
     assert spec["template"]["spec"]["containers"][0]["securityContext"] == {"readOnlyRootFilesystem": True}
     assert run.of_type("kubernetes:policy/v1:PodDisruptionBudget") == []
+    assert "podDisruptionBudget" not in state  # an optional output: absent, not a dangling reference
 
 
 def test_the_restricted_profile_reaches_the_pod(provider: ComponentProvider) -> None:

@@ -123,7 +123,7 @@ def test_the_job_gets_the_contract_and_keeps_everything_the_user_sent(provider: 
     assert type(container["resources"]["limits"]["nvidia.com/gpu"]) is int
     assert dropped(typescript_inputs()["spec"], spec) == []
     assert placeable_on(pod, [gpu_node(), two_gpu_node("gpu-2"), system_node()]) == ["gpu-2"]
-    assert state == {"name": "finetune", "namespace": "training"}
+    assert state == {"name": "finetune", "namespace": "training", "job": run.one(JOB, "finetune").urn}
 
 
 def test_a_restart_policy_the_user_chose_is_kept(provider: ComponentProvider) -> None:

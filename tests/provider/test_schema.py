@@ -14,6 +14,9 @@ from infra.workloads import GpuDeploymentArgs, GpuJobArgs
 OPEN_OBJECT = {"type": "object", "additionalProperties": {"$ref": "pulumi.json#/Any"}}
 PLAIN_BOOLEAN = {"type": "boolean", "plain": True}
 PLAIN_STRING = {"type": "string", "plain": True}
+KUBERNETES = "/kubernetes/v4.25.0/schema.json#"
+"""The Kubernetes package's schema at the provider localcluster builds, as pulumi-eks refers to it."""
+OBJECT_META = {"$ref": f"{KUBERNETES}/types/kubernetes:meta%2Fv1:ObjectMeta"}
 SERVED = {
     "eks-gpu:index:GpuDeployment": ("GpuDeploymentArgs", GpuDeploymentArgs),
     "eks-gpu:index:GpuJob": ("GpuJobArgs", GpuJobArgs),
@@ -34,8 +37,19 @@ def test_the_package_is_eks_gpu_at_this_repositorys_version(schema: dict[str, An
 
     assert schema["name"] == "eks-gpu"
     assert schema["version"] == version("eks-gpu-infra")
-    assert schema["types"] == {}  # nothing typed that the engine could hand over as an Output and lose
-    assert schema["dependencies"] == []
+    assert schema["types"] == {}  # no local type: Kubernetes' own are referenced
+    assert schema["dependencies"] == [{"name": "kubernetes", "version": "4.34.2"}]  # the SDK's pin
+
+
+def test_the_types_referenced_are_the_schema_of_the_kubernetes_provider_the_toolchain_builds() -> None:
+    # The CLI binds a reference only to a schema of exactly that version (pkg/v3 codegen/schema
+    # LoadPackageReferenceV2); the provider built here is the one localcluster/pulumi stamps.
+    import re
+    from pathlib import Path
+
+    build = (Path(__file__).resolve().parents[2] / "localcluster" / "pulumi" / "build.sh").read_text()
+    stamped = re.search(r"^K8S_VERSION=(\S+)", build, re.MULTILINE)
+    assert stamped is not None and f"/kubernetes/v{stamped.group(1)}/schema.json#" == KUBERNETES
 
 
 def test_the_package_serves_gpu_deployment_and_gpu_job(schema: dict[str, Any]) -> None:
@@ -47,8 +61,8 @@ def test_gpu_deployment_inputs(schema: dict[str, Any]) -> None:
 
     assert resource["isComponent"] is True
     assert {name: _shape(prop) for name, prop in resource["inputProperties"].items()} == {
-        "spec": OPEN_OBJECT,
-        "metadata": OPEN_OBJECT,
+        "spec": {"$ref": f"{KUBERNETES}/types/kubernetes:apps%2Fv1:DeploymentSpec"},
+        "metadata": OBJECT_META,
         "gpus": {"type": "integer", "plain": True},
         "placement": OPEN_OBJECT,
         "pool": PLAIN_STRING,
@@ -69,8 +83,8 @@ def test_gpu_job_inputs(schema: dict[str, Any]) -> None:
 
     assert resource["isComponent"] is True
     assert {name: _shape(prop) for name, prop in resource["inputProperties"].items()} == {
-        "spec": OPEN_OBJECT,
-        "metadata": OPEN_OBJECT,
+        "spec": {"$ref": f"{KUBERNETES}/types/kubernetes:batch%2Fv1:JobSpec"},
+        "metadata": OBJECT_META,
         "gpus": {"type": "integer", "plain": True},
         "placement": OPEN_OBJECT,
         "pool": PLAIN_STRING,
@@ -92,19 +106,35 @@ def test_every_input_and_the_component_are_described(schema: dict[str, Any], tok
     resource = schema["resources"][token]
 
     assert resource["description"]
-    assert all(prop.get("description") for prop in resource["inputProperties"].values())
+    described = [*resource["inputProperties"].values(), *resource["properties"].values()]
+    assert all(prop.get("description") for prop in described)
+    assert not any("{" in prop["description"] and "key" not in prop["description"] for prop in described)
     assert "baseline" in resource["inputProperties"]["securityProfile"]["description"]
 
 
-@pytest.mark.parametrize("token", sorted(SERVED))
-def test_outputs(schema: dict[str, Any], token: str) -> None:
-    resource = schema["resources"][token]
+def test_gpu_deployment_outputs_its_deployment_and_its_disruption_budget_as_resources(
+    schema: dict[str, Any],
+) -> None:
+    resource = schema["resources"]["eks-gpu:index:GpuDeployment"]
 
     assert {name: _shape(prop) for name, prop in resource["properties"].items()} == {
         "name": {"type": "string"},
         "namespace": {"type": "string"},
+        "deployment": {"$ref": f"{KUBERNETES}/resources/kubernetes:apps%2Fv1:Deployment"},
+        "podDisruptionBudget": {"$ref": f"{KUBERNETES}/resources/kubernetes:policy%2Fv1:PodDisruptionBudget"},
     }
-    assert resource["required"] == ["name", "namespace"]
+    assert sorted(resource["required"]) == ["deployment", "name", "namespace"]  # the budget may be absent
+
+
+def test_gpu_job_outputs_its_job_as_a_resource(schema: dict[str, Any]) -> None:
+    resource = schema["resources"]["eks-gpu:index:GpuJob"]
+
+    assert {name: _shape(prop) for name, prop in resource["properties"].items()} == {
+        "name": {"type": "string"},
+        "namespace": {"type": "string"},
+        "job": {"$ref": f"{KUBERNETES}/resources/kubernetes:batch%2Fv1:Job"},
+    }
+    assert sorted(resource["required"]) == ["job", "name", "namespace"]
 
 
 @pytest.mark.parametrize("token", sorted(SERVED))
@@ -122,16 +152,18 @@ def test_the_inputs_are_exactly_the_components_arguments(schema: dict[str, Any],
 
 
 def test_the_shared_args_are_inputs_of_both_components_described(schema: dict[str, Any]) -> None:
-    # GpuWorkloadArgs holds what both components take, once. The package still declares
-    # it per component: the SDK's analyzer reads a property's description only from the
-    # class it analyzes, so an inherited field would reach the schema undescribed
+    # GpuWorkloadArgs holds what both components take, once, and so does the package's
+    # _WorkloadArgs. The SDK's analyzer reads a property's description only from the class it
+    # analyzes, so the provider describes the inherited fields itself
     # (docs/decisions/0015-shared-component-args.md). Each shared field must reach both
     # resources, first and described, and the ones that name no object kind alike.
     from infra.workloads.component import GpuWorkloadArgs
 
-    shared = [
-        re.sub(r"_([a-z])", lambda m: m.group(1).upper(), f.name) for f in dataclasses.fields(GpuWorkloadArgs)
+    fields = [f.name for f in dataclasses.fields(GpuWorkloadArgs)]
+    assert [list(shared.__annotations__) for shared in sys.modules["eks_gpu_components"].SHARED_ARGS] == [
+        fields
     ]
+    shared = [re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name) for name in fields]
     deployment, job = (schema["resources"][token]["inputProperties"] for token in sorted(SERVED))
     for inputs in (deployment, job):
         assert list(inputs)[: len(shared)] == shared

@@ -48,9 +48,9 @@ def test_the_schema_is_served_without_importing_the_components_or_kubernetes() -
     # that only Construct needs (decision 0089).
     probe = (
         "import runpy, sys\n"
-        "from pulumi.provider.experimental import host\n"
+        "import pulumi.provider\n"
         "served = []\n"
-        "host.main = lambda provider, args: served.append(provider)\n"
+        "pulumi.provider.main = lambda provider, args: served.append(provider)\n"
         f"sys.path.insert(0, {str(PROVIDER_DIR)!r})\n"
         f"runpy.run_path({str(PROVIDER_DIR / '__main__.py')!r}, run_name='__main__')\n"
         "assert served[0].schema\n"

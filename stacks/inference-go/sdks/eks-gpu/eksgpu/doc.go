@@ -1,0 +1,2 @@
+// Package eksgpu exports types, functions, subpackages for provisioning eksgpu resources.
+package eksgpu
