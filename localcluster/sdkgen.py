@@ -53,8 +53,14 @@ def generate_sdk(language: str, out: Path | None = None) -> None:
         files[0].write_text(schema)
         for package in referenced_packages(schema):
             files.append(Path(scratch) / f"{package}.json")
-            files[-1].write_text(_run(BIN / "pulumi", "package", "get-schema", package).stdout)
+            files[-1].write_text(_run(BIN / "pulumi", "package", "get-schema", _plugin(package)).stdout)
         _run(BIN / "pulumi-sdkgen", language, files[0], out or SDKS[language], *files[1:])
+
+
+def _plugin(package: str) -> str:
+    """The built plugin file of ``name@version`` where localcluster/build made it (no download here), else the name."""
+    built = BIN / f"pulumi-resource-{package.split('@')[0]}"
+    return str(built) if built.exists() else package
 
 
 def _run(*argv: str | Path) -> subprocess.CompletedProcess[str]:

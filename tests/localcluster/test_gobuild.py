@@ -40,6 +40,7 @@ def test_names_callers_use_expand_each_target_once_and_an_unknown_one_is_refused
     assert [t.name for t in resolve(["pulumi"])] == [
         "pulumi-cli",
         "pulumi-hosts",
+        "pulumi-go",
         "pulumi-yaml",
         "pulumi-kubernetes",
     ]
@@ -53,6 +54,7 @@ def test_kwok_and_helm_build_in_one_go_invocation_the_pulumi_modules_in_one_each
         ["kwok", "helm"],
         ["pulumi-cli"],
         ["pulumi-hosts"],
+        ["pulumi-go"],
         ["pulumi-yaml"],
         ["pulumi-kubernetes"],
     ]
