@@ -19,7 +19,7 @@ from kubernetes.client.rest import ApiException
 
 from localcluster.aws_seed import SeededGroup
 from localcluster.kube import Kube
-from localcluster.nodes import MirroredGroup, capacity, node_object
+from localcluster.nodes import MirroredGroup, node_object, resources
 
 POLL_SECONDS = 0.5
 LIVE_STATES = {"Pending", "InService"}
@@ -90,13 +90,10 @@ class Registrar:
             "topology.kubernetes.io/zone": zone,
             "topology.kubernetes.io/region": zone[:-1],
         }
+        capacity, offered = resources(pool, instance_type)
         self.kube.create_node(
             node_object(
-                name,
-                labels,
-                pool.taints,
-                capacity(pool, instance_type),
-                provider_id(zone, instance["InstanceId"]),
+                name, labels, pool.taints, capacity, provider_id(zone, instance["InstanceId"]), offered
             )
         )
         self.nodes[instance["InstanceId"]] = name

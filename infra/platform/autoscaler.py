@@ -164,7 +164,9 @@ def autoscaler(
     cluster_name, region = config.cluster_name, config.region
     for pool, group in pools:
         asg_name = group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
-        for key, value in asg_tags(config.contract, pool.contract, pool.settings.disk_size_gib).items():
+        for key, value in asg_tags(
+            config.contract, pool.contract, pool.settings.instance_types, pool.settings.disk_size_gib
+        ).items():
             short = key.removeprefix(f"{TEMPLATE}/").replace("/", "-").replace(".", "-")
             aws.autoscaling.Tag(
                 f"{name}-{pool.name}-{short}",
