@@ -29,12 +29,13 @@ REPOSITORY = "oci://public.ecr.aws/karpenter"
 CHART, CRD_CHART = "karpenter", "karpenter-crd"
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"
-# What the interruption queue hears (getting-started cloudformation.yaml): (source, detail-type).
+# What the interruption queue hears (getting-started cloudformation.yaml, its five rules): (source, detail-type).
 EVENT_RULES = {
     "scheduled-change": ("aws.health", "AWS Health Event"),
     "spot-interruption": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
     "rebalance": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
     "state-change": ("aws.ec2", "EC2 Instance State-change Notification"),
+    "capacity-reservation": ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
 }
 QUEUE_RETENTION_SECONDS = 300  # interruption notices are worthless after five minutes
 
@@ -130,7 +131,8 @@ def controller_policy(
 
 
 def queue_policy(queue_arn: str) -> dict[str, Any]:
-    """Only EventBridge (and SQS itself) may send to the interruption queue."""
+    """Only EventBridge (and SQS itself) may send to the interruption queue, and nobody over plain HTTP
+    (the template's DenyHTTP statement)."""
     principal = {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]}
     statement = {
         "Effect": "Allow",
@@ -138,7 +140,15 @@ def queue_policy(queue_arn: str) -> dict[str, Any]:
         "Action": "sqs:SendMessage",
         "Resource": queue_arn,
     }
-    return {"Version": "2012-10-17", "Id": "EC2InterruptionPolicy", "Statement": [statement]}
+    deny_http = {
+        "Sid": "DenyHTTP",
+        "Effect": "Deny",
+        "Action": "sqs:*",
+        "Resource": queue_arn,
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        "Principal": "*",
+    }
+    return {"Version": "2012-10-17", "Id": "EC2InterruptionPolicy", "Statement": [statement, deny_http]}
 
 
 def event_pattern(source: str, detail_type: str) -> dict[str, list[str]]:
