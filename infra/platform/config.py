@@ -349,6 +349,10 @@ class KarpenterPoolConfig(Section):
     """Nodes (a count or a percentage) Karpenter may disrupt at once in this pool, consolidation and drift alike."""
     keep_node_group: Flag = False
     """Moving from a node group: keep its nodes (Cluster Autoscaler lets go of it) until you have drained them; then remove this."""
+    ami_alias: text(nodepool.AMI_ALIAS_PATTERN, nodepool.AMI_ALIAS_WORDS, "al2023@v20261120") = (
+        nodepool.AMI_ALIAS
+    )
+    """The EKS AL2023 AMI release its nodes run: al2023@vYYYYMMDD pins one (production must); a new value drifts the nodes, replaced within disruptionBudget."""
     gpu_limit: whole(1, 450 * 32) | None = None
     """nvidia.com/gpu the pool may hold in all (time-sliced slots on a shared pool); default maxSize x what one node advertises."""
 
@@ -555,6 +559,17 @@ class PlatformConfig(Section):
             raise ValueError(
                 f".kubernetesVersion {self.kubernetes_version!r} is not one Karpenter {nodepool.VERSION} runs on "
                 f"({low} to {high}), asked for by {where}: use managedNodeGroup pools or another minor"
+            )
+        floating = [
+            p.name
+            for p in self.karpenter_pools
+            if p.settings.karpenter_settings.ami_alias.endswith("@latest")
+        ]
+        if self.production and floating:
+            raise ValueError(
+                f".gpuPools.{floating[0]}.karpenter.amiAlias is {nodepool.AMI_ALIAS!r} on a production stack: every "
+                "EKS AMI release would drift every GPU node and bring an untested NVIDIA driver; allowed: a pinned "
+                'release, al2023@vYYYYMMDD (docs/operations.md, "roll a new AMI to a Karpenter pool")'
             )
         repair = {p.name: p.settings.node_repair for p in self.karpenter_pools}
         if len(set(repair.values())) > 1:
