@@ -194,6 +194,7 @@ def pool_manifests(
         disk_gib=settings.disk_size_gib,
         metadata=metadata,
         root={"deviceName": ROOT_DEVICE, "ebs": ebs},
+        ami_alias=karpenter.ami_alias,
     )
     pool_object = nodepool.nodepool(
         config.contract,

@@ -316,6 +316,31 @@ def test_karpenter_on_a_minor_its_pinned_version_does_not_run_on_is_refused(
     )  # node groups: fine
 
 
+def test_the_ami_can_be_pinned_and_the_node_class_names_that_release() -> None:
+    from infra.platform.karpenter import pool_manifests
+
+    config = _load({"karpenter": {"amiAlias": "al2023@v20261120"}})
+    node_class = pool_manifests(config, config.karpenter_pools[0], "role")[0]
+    assert node_class["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20261120"}]
+
+
+@pytest.mark.parametrize("alias", ["al2023@v2026112", "al2@latest", "al2023@20261120", "bottlerocket@latest"])
+def test_an_ami_alias_that_is_not_an_al2023_release_is_refused(alias: str) -> None:
+    with pytest.raises(ConfigError, match=r"gpuPools\.p\.karpenter\.amiAlias .*al2023@vYYYYMMDD"):
+        _load({"karpenter": {"amiAlias": alias}})
+
+
+def test_a_production_stack_refuses_a_floating_ami_naming_the_setting() -> None:
+    """managing-amis.md: pin in production; @latest drifts every GPU node on each EKS AMI release."""
+    with pytest.raises(
+        ConfigError, match=r"gpuPools\.p\.karpenter\.amiAlias is 'al2023@latest' on a production"
+    ):
+        _load({}, production=True)
+    with pytest.raises(ConfigError, match=r"gpuPools\.p\.karpenter\.amiAlias"):
+        _load({"karpenter": {"amiAlias": "al2023@latest"}}, production=True)
+    assert _load({"karpenter": {"amiAlias": "al2023@v20261120"}}, production=True).production
+
+
 def test_a_spot_capable_pool_is_a_spot_pool_to_its_consumers() -> None:
     pool = _load({"karpenter": {"capacityTypes": ["SPOT", "ON_DEMAND"]}}).contract.pool("p")
     assert pool.capacity_type == "SPOT"
