@@ -379,6 +379,33 @@ def test_a_pool_moving_to_karpenter_keeps_its_node_group_without_the_autoscaler(
     assert not any("batch" in p for group in values.get("expanderPriorities", {}).values() for p in group)
 
 
+def test_the_kept_node_group_stays_exactly_as_it_was_whatever_the_migration_edits() -> None:
+    """The natural migration edits (more instance types for Karpenter, [SPOT, ON_DEMAND]) would replace a
+    group rebuilt from the pool's settings, and EKS force-terminates its nodes after 5 minutes. The kept
+    group and its launch template take every input from state instead (the engine's processIgnoreChanges
+    resets each key under "*" to the old inputs), so a preview of the migration replaces nothing."""
+    moving = {
+        **pins.POOLS["batch"],
+        "instanceTypes": ["g5g.xlarge", "g5g.2xlarge", "g5g.4xlarge"],
+        "karpenter": {
+            **pins.POOLS["batch"]["karpenter"],
+            "keepNodeGroup": True,
+            "capacityTypes": ["SPOT", "ON_DEMAND"],
+        },
+    }
+    moving.pop("capacityType", None)
+    _, run = pins.platform_run({"batch": moving})
+    kept = next(g for g in run.of_type(NODE_GROUP) if g.inputs["nodeGroupNamePrefix"] == "gpu-batch-")
+    template = next(
+        t for t in run.of_type("aws:ec2/launchTemplate:LaunchTemplate") if t.urn in kept.dependencies
+    )
+    assert kept.ignore_changes == ["*"] and template.ignore_changes == ["*"]
+    others = [g for g in run.of_type(NODE_GROUP) if g is not kept]
+    assert others and all(
+        g.ignore_changes != ["*"] for g in others
+    )  # a live pool's group follows its settings
+
+
 def test_an_existing_vpcs_private_subnets_get_the_discovery_tag() -> None:
     import runpy
 
