@@ -530,6 +530,8 @@ class PlatformConfig(Section):
     """The NVIDIA device plugin Helm release."""
     autoscaler: Annotated[AutoscalerConfig, _SECTION]
     """Cluster Autoscaler, which scales the GPU pools (only them) from and to zero."""
+    create_spot_service_linked_role: Flag = False
+    """true makes the account-wide AWSServiceRoleForEC2Spot when a spot-capable Karpenter pool needs it and the account lacks it (kept on destroy); false warns (SPOT-only pools: refused)."""
     production: Flag = False
     """true protects the VPC, the KMS key and the cluster from deletion and replacement; GPU pools stay replaceable."""
     observability: Annotated[ObservabilityConfig, _SECTION]
