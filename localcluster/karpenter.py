@@ -234,8 +234,9 @@ POOLS = {
 }
 
 
-def platform_run(pools: Mapping[str, Any] = POOLS) -> Any:
-    """The platform program run offline on the dev stack's config with ``pools`` added: (config, Run)."""
+def platform_run(pools: Mapping[str, Any] = POOLS, top: Mapping[str, Any] | None = None) -> Any:
+    """The platform program run offline on the dev stack's config with ``pools`` (and the top-level
+    settings ``top``) added: (config, Run)."""
     import runpy
     import sys
 
@@ -245,6 +246,9 @@ def platform_run(pools: Mapping[str, Any] = POOLS) -> Any:
     project, config = load_project(PLATFORM_ROOT, "dev")
     key = f"{project}:gpuPools"
     config[key] = json.dumps({**json.loads(config[key]), **pools})
+    config.update(
+        {f"{project}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in (top or {}).items()}
+    )
     raw = {
         k.removeprefix(f"{project}:"): json.loads(v) if v[:1] in "[{" else v
         for k, v in config.items()

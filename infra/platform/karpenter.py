@@ -24,6 +24,7 @@ from infra.platform.iam import POD_IDENTITY_TRUST_POLICY, node_role
 from infra.platform.network import Network
 from infra.platform.node_group import METADATA_OPTIONS, ROOT_DEVICE, ROOT_VOLUME
 from infra.platform.node_pools import SYSTEM_LABELS
+from infra.platform.spot_role import spot_role
 
 REPOSITORY = "oci://public.ecr.aws/karpenter"
 CHART, CRD_CHART = "karpenter", "karpenter-crd"
@@ -316,10 +317,11 @@ def karpenter(
         role_arn=controller.arn,
         opts=opts,
     )
+    spot = spot_role(f"{name}-spot", config.karpenter_pools, config.create_spot_service_linked_role, opts)
     # The CRD chart keeps the CRDs current on upgrades (Helm never upgrades a chart's crds/ folder).
     crds = _release(f"{name}-crd", CRD_CHART, {}, k8s_opts)
     after = pulumi.ResourceOptions(
-        depends_on=[crds, association, policy, pod_identity_agent, access, *attachments]
+        depends_on=[crds, association, policy, pod_identity_agent, access, *attachments, *spot]
     )
     release = _release(
         name,
