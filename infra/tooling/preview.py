@@ -54,7 +54,7 @@ from infra.tooling.policy_rules import (
 from infra.tooling.policy_rules import check as check_policies
 from infra.workloads.images import image_check_status
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL
-from infra.workloads.scheduling import Node, pods_per_node
+from infra.workloads.scheduling import Node, fits, pods_per_node, too_big
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_INPUTS = {"pulumi:providers:kubernetes": ("kubeconfig",)}
@@ -188,6 +188,28 @@ def placement_table(run: Run, nodes: list[Node]) -> list[str]:
     return aligned(rows)
 
 
+def size_notes(run: Run, nodes: list[Node]) -> list[str]:
+    """Workloads a pool takes by its labels and taints but none of its nodes can hold: the pod asks for
+    more CPU or memory than a real node of the pool's largest type offers (nodeadm's reserves, not the
+    instance's size: infra/platform/allocatable.py). The autoscaler scales nothing for such a pod."""
+    notes = []
+    for name, pod in workloads_of(run):
+        for group in sorted({_column(n) for n in nodes}):
+            members = [n for n in nodes if _column(n) == group]
+            if any(fits(pod, n).fits for n in members):
+                continue
+            sized = [
+                n for n in members if set(fits(pod, n).reasons) == set(too_big(pod, n)) and too_big(pod, n)
+            ]
+            if len(sized) == len(members):
+                largest = max(
+                    sized, key=lambda n: (n.allocatable.get("memory", 0), n.allocatable.get("cpu", 0))
+                )
+                why = "; ".join(too_big(pod, largest))
+                notes.append(f"  {name} cannot run on pool {group}: its largest type {largest.name}: {why}")
+    return notes
+
+
 def spot_notes(run: Run) -> list[str]:
     """What a SPOT pool means for the workloads on it."""
     notes = []
@@ -305,6 +327,12 @@ def project_report(
             "\nplacement (can the pods be scheduled on the node group? N/node: GPU pods one node holds):"
         )
         blocks.append("\n".join(placement_table(run, nodes)))
+    too_large = size_notes(run, nodes) if nodes else []
+    if too_large:
+        blocks.append(
+            "\ntoo large for every node of a pool it selects (allocatable after nodeadm's reserves):"
+        )
+        blocks += too_large
     notes = spot_notes(run)
     if notes:
         blocks.append("\n" + "\n".join(notes))

@@ -248,3 +248,44 @@ def test_the_preview_shows_karpenter_pools_in_placement_agents_and_cost() -> Non
     assert "gpu-burst (Karpenter)" in text and "gpu-batch (Karpenter)" in text
     assert "burst may run on SPOT or on-demand" in text
     assert mandatory == 0
+
+
+def _sized_run(memory: str) -> tuple[object, list[object]]:
+    """A g5g.xlarge pool and a Deployment for it asking ``memory``."""
+    from infra.tooling.agents import declared_nodes
+    from infra.tooling.offline import Registration, Run
+
+    group = {
+        "instanceTypes": ["g5g.xlarge"],
+        "labels": {"GPU": "true", "eks-gpu/pool": "small"},
+        "taints": [{"key": "GPU", "value": "true", "effect": "NO_SCHEDULE"}],
+    }
+    pod = {
+        "nodeSelector": {"eks-gpu/pool": "small"},
+        "tolerations": [{"key": "GPU", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+        "containers": [
+            {"name": "m", "resources": {"requests": {"memory": memory}, "limits": {"nvidia.com/gpu": "1"}}}
+        ],
+    }
+    deployment = {"metadata": {"name": "model"}, "spec": {"template": {"spec": pod}}}
+    run = Run(
+        [
+            Registration("urn:g", "aws:eks/nodeGroup:NodeGroup", "gpu-small", "", True, "", False, group),
+            Registration("urn:d", "kubernetes:apps/v1:Deployment", "model", "", True, "", False, deployment),
+        ],
+        {},
+    )
+    return run, declared_nodes([(r.type, r.name, r.inputs) for r in run.resources])
+
+
+def test_a_pod_that_fits_the_instance_but_not_a_real_node_is_named_with_its_pool_and_request() -> None:
+    """Bad input (issue 33): a g5g.xlarge has 8 GiB, a real AL2023 node of it offers pods 7199Mi."""
+    from infra.tooling.preview import placement_table, size_notes
+
+    run, nodes = _sized_run("7500Mi")
+    (note,) = size_notes(run, nodes)
+    assert "Deployment/model cannot run on pool small" in note
+    assert "requests memory 7500Mi, node offers 7199Mi" in note
+    assert "-" in placement_table(run, nodes)[1].split()[1:]
+    run, nodes = _sized_run("7000Mi")
+    assert size_notes(run, nodes) == []
