@@ -128,7 +128,8 @@ def _term_matches(term: Mapping[str, Any], node: Node) -> bool:
     )
 
 
-def _gpus(container: Mapping[str, Any]) -> int:
+def whole_gpus(container: Mapping[str, Any]) -> int:
+    """``nvidia.com/gpu`` one container asks for (its limit, else its request)."""
     resources = container.get("resources") or {}
     limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
     return whole_count(limits.get(GPU_RESOURCE, requests.get(GPU_RESOURCE, 0)))
@@ -149,7 +150,7 @@ def _effective(pod_spec: Mapping[str, Any], per_container: Callable[[Mapping[str
 
 def gpu_limit(pod_spec: Mapping[str, Any]) -> int:
     """GPUs the pod needs, as the scheduler counts them (:func:`_effective`)."""
-    return int(_effective(pod_spec, _gpus))
+    return int(_effective(pod_spec, whole_gpus))
 
 
 def request(pod_spec: Mapping[str, Any], resource: str) -> Fraction:

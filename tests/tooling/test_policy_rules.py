@@ -409,3 +409,27 @@ def test_a_karpenter_gpu_nodepool_carries_the_contract_as_a_node_group_does() ->
     )
     cpu_only = {"spec": {"template": {"spec": {"requirements": [], "taints": []}}}}
     assert gpu_node_group_contract(NODEPOOL, cpu_only, DEFAULT_PLACEMENT) == []
+
+
+def test_a_two_gpu_container_that_can_land_on_a_time_sliced_pool_is_flagged_naming_the_pool() -> None:
+    """The scheduler admits it (2 of 4 slots), the autoscaler starts a node for it, and the device plugin
+    then refuses it there over and over (failRequestsGreaterThanOne): mandatory, naming the pool."""
+    from infra.tooling.policy_rules import gpus_beyond_a_sliced_pool
+    from infra.workloads.placement import GpuPool
+
+    sliced, whole = GpuPool("inference", 1, 4), GpuPool("training", 2)
+    contract = Placement(pools=(sliced, whole))
+    two = {
+        "containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 2}}}],
+        "tolerations": [contract.toleration()],
+    }
+    deployment = "kubernetes:apps/v1:Deployment"
+    (message,) = gpus_beyond_a_sliced_pool(deployment, _deployment(two), contract)
+    assert "pool 'inference'" in message and "asking for 2 nvidia.com/gpu" in message
+    on_training = {**two, "nodeSelector": {"eks-gpu/pool": "training"}}
+    assert gpus_beyond_a_sliced_pool(deployment, _deployment(on_training), contract) == []
+    one = {**two, "containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+    assert gpus_beyond_a_sliced_pool(deployment, _deployment(one), contract) == []
+    assert ("gpus-beyond-a-sliced-pool", "mandatory") in {
+        (v.rule, v.level) for v in check([(deployment, "raw", _deployment(two))], contract)
+    }
