@@ -3,12 +3,15 @@
 ``start(run, region, kube)`` starts moto's server, seeds it from the platform's registrations
 (``aws_seed``), writes the priority expander's ConfigMap where the chart would, and starts the
 autoscaler built from ``localcluster/autoscaler`` with the arguments the platform's Helm values
-render to (``chart_args``), plus only what points it at this cluster and at moto:
-``--kubeconfig``, ``--cloud-config`` with a ``[ServiceOverride]`` per service (ec2,
-autoscaling, eks), the static instance list (so DescribeInstanceTypes, which ignores the
-overrides, is never called: aws_cloud_provider.go ~439), ``AWS_ENDPOINT_URL_EC2`` for an SDK v2
-build (1.35's; 1.33's vendored SDK v1 does not read it), no leader election, a loopback
-``--address`` and dummy credentials.
+render to (``chart_args``), plus only what points it at this cluster and at moto (flags the run
+needs only because AWS is moto here): ``--kubeconfig``, ``--cloud-config`` with a
+``[ServiceOverride]`` per service (ec2, autoscaling, eks), no leader election, a loopback
+``--address`` and dummy credentials. No static instance list: 1.33.0's SDK v1 session carries the
+overrides' resolver (aws_sdk_provider.go createAWSSDKProvider), so DescribeInstanceTypes reaches
+moto as it reaches EC2 in production, which never sets ``--aws-use-static-instance-list``.
+The binary is 1.33.0, the newest the Go proxy serves; the platform deploys 1.35.2, which always runs
+DRA and labels its template nodes ``cluster-autoscaler.kubernetes.io/template-node``: neither is
+exercised here (docs/decisions/0075 lists what differs and stays untested).
 Instances moto launches become kwok nodes (``registrar``). ``stop()`` ends both processes.
 """
 
@@ -94,7 +97,6 @@ def autoscaler_argv(values: dict[str, Any], cloud_config_path: str, port: int) -
         *chart_args.container_args(values, NAMESPACE),
         f"--kubeconfig={KUBECONFIG}",
         f"--cloud-config={cloud_config_path}",
-        "--aws-use-static-instance-list=true",
         "--leader-elect=false",
         f"--address={HOST}:{port}",
     ]
@@ -110,7 +112,6 @@ def start_autoscaler(values: dict[str, Any], endpoint: str, region: str, port: i
         **CREDENTIALS,
         "AWS_REGION": values.get("awsRegion") or region,  # the chart's env (deployment.yaml 155-157)
         "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_ENDPOINT_URL_EC2": endpoint,
     }
     services.start(
         AUTOSCALER,

@@ -37,6 +37,8 @@ NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
 # The autoscaler's image must match the cluster's minor version: the newest patch of
 # each (tags cluster-autoscaler-1.35.2 and -1.36.1 in kubernetes/autoscaler).
+# The tests run 1.33.0, the newest the Go proxy serves: DRA (always on from 1.35) and 1.35's
+# template-node label stay untested there (docs/decisions/0075).
 IMAGE_TAGS = {"1.35": "v1.35.2", "1.36": "v1.36.1"}
 # Priorities per price rank, plus a bonus for spot inside a rank (docs/platform.md, decision 0002).
 TIER_STEP, SPOT_BONUS = 10, 5
