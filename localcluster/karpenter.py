@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 
 from infra.platform import nodepool
-from infra.platform.instance_types import ARM_NVIDIA
+from infra.platform.allocatable import max_pods
+from infra.platform.instance_types import ARM_NVIDIA, X86_NVIDIA
 from infra.tooling import gomod
 from infra.tooling.manifests import KARPENTER_AWS, KARPENTER_PINS
 from infra.tooling.pinned_chart import render
@@ -90,7 +91,10 @@ def chart() -> Path:
 
 
 def instance_types() -> list[dict[str, Any]]:
-    """kwok's instance types: every Arm NVIDIA type of the platform's table, spot and on-demand in each zone."""
+    """kwok's instance types: every NVIDIA type AWS sells near the pools, not only the pools' own: the
+    Arm ones and x86 ones (g4dn.xlarge is cheaper than g5g.2xlarge), each with its architecture, the
+    pods nodeadm allows (allocatable.py) and spot and on-demand offerings in each zone. Only the
+    NodePools' requirements keep Karpenter off the types a pool does not list."""
 
     def offering(capacity: str, price: float, zone: str) -> dict[str, Any]:
         return {
@@ -105,12 +109,12 @@ def instance_types() -> list[dict[str, Any]]:
     return [
         {
             "name": t.name,
-            "architecture": "arm64",
+            "architecture": arch,
             "operatingSystems": ["linux"],
             "resources": {
                 "cpu": str(t.vcpus),
                 "memory": f"{t.memory_gib}Gi",
-                "pods": "110",
+                "pods": str(max_pods(t.name)),
                 GPU_RESOURCE: str(t.gpus),
             },
             "offerings": [
@@ -122,7 +126,8 @@ def instance_types() -> list[dict[str, Any]]:
                 )
             ],
         }
-        for t in ARM_NVIDIA.values()
+        for arch, table in (("arm64", ARM_NVIDIA), ("amd64", X86_NVIDIA))
+        for t in table.values()
         if t.usd_per_hour is not None
     ]
 
@@ -224,10 +229,11 @@ POOLS = {
         "sharing": {"timeSlicing": {"replicas": 4}},
         "karpenter": {"capacityTypes": ["SPOT", "ON_DEMAND"], "consolidateAfter": "20s"},
     },
-    # Whole GPUs on demand, at most two nodes.
+    # Whole GPUs on demand, at most two nodes; not the cheapest GPU types AWS sells (g5g.xlarge,
+    # g4dn.xlarge), so a scenario shows that the pool's own types are what Karpenter picks from.
     "batch": {
         "provisioner": "karpenter",
-        "instanceTypes": ["g5g.2xlarge", "g5g.xlarge"],
+        "instanceTypes": ["g5g.4xlarge", "g5g.2xlarge"],
         "maxSize": 2,
         "karpenter": {"consolidateAfter": "20s"},
     },
