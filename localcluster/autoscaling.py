@@ -170,15 +170,24 @@ class Autoscaling:
 
 
 @contextmanager
-def running(run: Run, region: str, kube: Kube) -> Iterator[Autoscaling]:
-    """moto + the autoscaler for the registrations in ``run``; both stopped, their nodes removed, after."""
+def running(
+    run: Run, region: str, kube: Kube, *, describe_nodegroup: bool = True, priorities: bool = True
+) -> Iterator[Autoscaling]:
+    """moto + the autoscaler for the registrations in ``run``; both stopped, their nodes removed, after.
+
+    ``describe_nodegroup=False``: EKS no longer knows the node groups (DescribeNodegroup answers
+    ResourceNotFoundException, as it fails when denied), so only the ASG tags tell the autoscaler a
+    group's labels and taints. ``priorities=False``: the priority expander's ConfigMap is not written.
+    """
     registrar = None
     try:
         endpoint = start_moto()
         seeded = {g.registration: g for g in seed(partial(boto3_client, endpoint, region), run, region)}
+        if not describe_nodegroup:
+            forget_node_groups(partial(boto3_client, endpoint, region), seeded.values())
         values = autoscaler_values(run)
         configmap = chart_args.priority_configmap(values, NAMESPACE)
-        if configmap:
+        if configmap and priorities:
             kube.apply(configmap)
         gpu = {name: mirror(run.one(NODE_GROUP, name), run, 0) for name in seeded}
         registrar = Registrar(
@@ -193,6 +202,14 @@ def running(run: Run, region: str, kube: Kube) -> Iterator[Autoscaling]:
             registrar.stop()
         services.stop(MOTO)
         _delete_configmap(kube)
+
+
+def forget_node_groups(client: Any, groups: Any) -> None:
+    """Delete the node groups from moto's EKS, leaving their ASGs (and tags) as they are."""
+    eks = client("eks")
+    cluster = eks.list_clusters()["clusters"][0]
+    for group in groups:
+        eks.delete_nodegroup(clusterName=cluster, nodegroupName=group.node_group)
 
 
 def _delete_configmap(kube: Kube) -> None:
