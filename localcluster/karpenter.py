@@ -42,8 +42,14 @@ KWOK_NODE_CLASS = {
     "metadata": {"name": "default"},
 }
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
-# The instance-type table has on-demand prices only; spot offerings are listed below them, as spot
-# is on AWS (the scenarios need only that order, never the number).
+# On-demand prices are AWS's (instance_types.py; karpenter-provider-aws v1.15.0's own generated table,
+# pkg/providers/pricing/zz_generated.pricing_aws.go, us-east-1, has the same figures). No spot price
+# can be had offline: the AWS provider itself prices spot at on-demand until DescribeSpotPriceHistory
+# answers (pricing.go SpotPrice, defaultPrice), and with both allowed it launches spot whatever the
+# prices (instance.go). kwok instead takes the cheapest offering, at random among equal prices
+# (kwok/cloudprovider/cloudprovider.go toNode), so spot is listed below on-demand to make kwok choose
+# as the AWS provider does. The factor is this harness's, named here and in docs/local-cluster.md;
+# no scenario depends on the number.
 SPOT_PRICE_FACTOR = 0.4
 # Settings of the chart's controller container that the core reads (operator/options/options.go).
 CORE_ENV = (
