@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from infra.platform import nodepool
-from infra.platform.allocatable import max_pods
+from infra.platform.allocatable import allocatable
 from infra.platform.instance_types import ARM_NVIDIA, X86_NVIDIA
 from infra.tooling import gomod
 from infra.tooling.manifests import KARPENTER_AWS, KARPENTER_PINS
@@ -96,10 +96,27 @@ def chart() -> Path:
     return gomod.module_dir(AWS_PINS, AWS_PROVIDER) / "charts" / "karpenter"
 
 
+# What kwok's provider takes off every type's resources (kwok/cloudprovider/helpers.go: KubeReserved).
+KWOK_OVERHEAD_MILLICPU, KWOK_OVERHEAD_MIB = 100, 10
+
+
+def _resources(instance_type: str, gpus: int) -> dict[str, str]:
+    """A type's resources as kwok's provider reads them: nodeadm's allocatable (allocatable.py) plus
+    kwok's own overhead, so the nodes Karpenter launches offer pods what a real AL2023 node does
+    (their capacity is understated by the reserves; pods are scheduled on allocatable)."""
+    offered = allocatable(instance_type)
+    return {
+        "cpu": f"{offered.cpu_millis + KWOK_OVERHEAD_MILLICPU}m",
+        "memory": f"{offered.memory_mib + KWOK_OVERHEAD_MIB}Mi",
+        "pods": str(offered.pods),
+        GPU_RESOURCE: str(gpus),
+    }
+
+
 def instance_types() -> list[dict[str, Any]]:
     """kwok's instance types: every NVIDIA type AWS sells near the pools, not only the pools' own: the
-    Arm ones and x86 ones (g4dn.xlarge is cheaper than g5g.2xlarge), each with its architecture, the
-    pods nodeadm allows (allocatable.py) and spot and on-demand offerings in each zone. Only the
+    Arm ones and x86 ones (g4dn.xlarge is cheaper than g5g.2xlarge), each with its architecture,
+    what a real node of it offers pods (:func:`_resources`) and spot and on-demand offerings in each zone. Only the
     NodePools' requirements keep Karpenter off the types a pool does not list."""
 
     def offering(capacity: str, price: float, zone: str) -> dict[str, Any]:
@@ -117,12 +134,7 @@ def instance_types() -> list[dict[str, Any]]:
             "name": t.name,
             "architecture": arch,
             "operatingSystems": ["linux"],
-            "resources": {
-                "cpu": str(t.vcpus),
-                "memory": f"{t.memory_gib}Gi",
-                "pods": str(max_pods(t.name)),
-                GPU_RESOURCE: str(t.gpus),
-            },
+            "resources": _resources(t.name, t.gpus),
             "offerings": [
                 offering(capacity, price, zone)
                 for zone in ZONES
