@@ -188,25 +188,35 @@ def placement_table(run: Run, nodes: list[Node]) -> list[str]:
     return aligned(rows)
 
 
+def _sized_only(pod: Mapping[str, Any], node: Node) -> list[str]:
+    """The CPU and memory reasons when they are the only ones the pod does not fit ``node`` for."""
+    reasons, size = fits(pod, node).reasons, too_big(pod, node)
+    return size if size and set(reasons) == set(size) else []
+
+
+def _size(node: Node) -> tuple[int, int]:
+    return node.allocatable.get("memory", 0), node.allocatable.get("cpu", 0)
+
+
 def size_notes(run: Run, nodes: list[Node]) -> list[str]:
-    """Workloads a pool takes by its labels and taints but none of its nodes can hold: the pod asks for
-    more CPU or memory than a real node of the pool's largest type offers (nodeadm's reserves, not the
-    instance's size: infra/platform/allocatable.py). The autoscaler scales nothing for such a pod."""
+    """Workloads a pool takes by its labels and taints but whose CPU or memory its nodes cannot hold
+    (nodeadm's allocatable, not the instance's size: infra/platform/allocatable.py): none of its
+    types (the pod can never run there), or only some: the autoscaler's template for the pool at
+    zero is its smallest type (node_pools.template_resources), so it starts no node for the pod."""
     notes = []
     for name, pod in workloads_of(run):
         for group in sorted({_column(n) for n in nodes}):
             members = [n for n in nodes if _column(n) == group]
-            if any(fits(pod, n).fits for n in members):
+            short = [n for n in members if _sized_only(pod, n)]
+            if not short or not all(fits(pod, n).fits or n in short for n in members):
                 continue
-            sized = [
-                n for n in members if set(fits(pod, n).reasons) == set(too_big(pod, n)) and too_big(pod, n)
-            ]
-            if len(sized) == len(members):
-                largest = max(
-                    sized, key=lambda n: (n.allocatable.get("memory", 0), n.allocatable.get("cpu", 0))
-                )
-                why = "; ".join(too_big(pod, largest))
-                notes.append(f"  {name} cannot run on pool {group}: its largest type {largest.name}: {why}")
+            if len(short) == len(members):
+                node, says = max(short, key=_size), "cannot run on pool {}: its largest type"
+            else:
+                node, says = min(members, key=_size), "scales nothing from zero on pool {}: its smallest type"
+            if node in short:
+                why = "; ".join(_sized_only(pod, node))
+                notes.append(f"  {name} {says.format(group)} {node.name}: {why}")
     return notes
 
 

@@ -250,13 +250,13 @@ def test_the_preview_shows_karpenter_pools_in_placement_agents_and_cost() -> Non
     assert mandatory == 0
 
 
-def _sized_run(memory: str) -> tuple[object, list[object]]:
-    """A g5g.xlarge pool and a Deployment for it asking ``memory``."""
+def _sized_run(memory: str, types: tuple[str, ...] = ("g5g.xlarge",)) -> tuple[object, list[object]]:
+    """A pool of ``types`` and a Deployment for it asking ``memory``."""
     from infra.tooling.agents import declared_nodes
     from infra.tooling.offline import Registration, Run
 
     group = {
-        "instanceTypes": ["g5g.xlarge"],
+        "instanceTypes": list(types),
         "labels": {"GPU": "true", "eks-gpu/pool": "small"},
         "taints": [{"key": "GPU", "value": "true", "effect": "NO_SCHEDULE"}],
     }
@@ -284,8 +284,12 @@ def test_a_pod_that_fits_the_instance_but_not_a_real_node_is_named_with_its_pool
 
     run, nodes = _sized_run("7500Mi")
     (note,) = size_notes(run, nodes)
-    assert "Deployment/model cannot run on pool small" in note
+    assert "Deployment/model cannot run on pool small: its largest type gpu-small/g5g.xlarge" in note
     assert "requests memory 7500Mi, node offers 7199Mi" in note
     assert "-" in placement_table(run, nodes)[1].split()[1:]
     run, nodes = _sized_run("7000Mi")
     assert size_notes(run, nodes) == []
+    # A bigger type in the pool holds it, but the autoscaler imagines the pool at zero as its smallest.
+    run, nodes = _sized_run("7500Mi", ("g5g.2xlarge", "g5g.xlarge"))
+    (note,) = size_notes(run, nodes)
+    assert "scales nothing from zero on pool small: its smallest type gpu-small/g5g.xlarge" in note
