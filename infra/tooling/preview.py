@@ -202,7 +202,8 @@ def size_notes(run: Run, nodes: list[Node]) -> list[str]:
     """Workloads a pool takes by its labels and taints but whose CPU or memory its nodes cannot hold
     (nodeadm's allocatable, not the instance's size: infra/platform/allocatable.py): none of its
     types (the pod can never run there), or only some: the autoscaler's template for the pool at
-    zero is its smallest type (node_pools.template_resources), so it starts no node for the pod."""
+    zero is its smallest type (node_pools.template_resources), so it starts no node for the pod
+    (Karpenter picks a type that fits: only the first case holds for its NodePools)."""
     notes = []
     for name, pod in workloads_of(run):
         for group in sorted({_column(n) for n in nodes}):
@@ -214,7 +215,7 @@ def size_notes(run: Run, nodes: list[Node]) -> list[str]:
                 node, says = max(short, key=_size), "cannot run on pool {}: its largest type"
             else:
                 node, says = min(members, key=_size), "scales nothing from zero on pool {}: its smallest type"
-            if node in short:
+            if node in short and (len(short) == len(members) or "karpenter.sh/nodepool" not in node.labels):
                 why = "; ".join(_sized_only(pod, node))
                 notes.append(f"  {name} {says.format(group)} {node.name}: {why}")
     return notes
