@@ -37,13 +37,9 @@ def managed_node_group(
     desired_size: int | None = None,
     kept: bool = False,
 ) -> aws.eks.NodeGroup:
-    """A managed node group of ``desired_size`` nodes (default: the group's initial size).
-
-    ``kept``: a group left behind while its pool moves to Karpenter (``keepNodeGroup``) stays exactly
-    as it was: every input of it and its launch template is taken from the engine's state
-    (``ignore_changes=["*"]``), so the migration's own edits (more instance types, ``[SPOT,
-    ON_DEMAND]``) replace nothing and no node is force-terminated before it is drained.
-    """
+    """A managed node group of ``desired_size`` nodes (default: the group's initial size). ``kept``
+    (``keepNodeGroup``): it and its launch template keep every input from state (``ignore_changes``
+    ``*``), so the migration's edits replace nothing (docs/platform.md, "Moving a pool")."""
     if kept:
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["*"]))
     template = aws.ec2.LaunchTemplate(
