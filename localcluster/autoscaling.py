@@ -3,13 +3,16 @@
 ``start(run, region, kube)`` starts moto's server, seeds it from the platform's registrations
 (``aws_seed``), writes the priority expander's ConfigMap where the chart would, and starts the
 autoscaler built from ``localcluster/autoscaler`` with the arguments the platform's Helm values
-render to (``chart_args``), plus only what points it at this cluster and at moto:
-``--kubeconfig``, ``--cloud-config`` with a ``[ServiceOverride]`` per service (ec2,
-autoscaling, eks), the static instance list (so DescribeInstanceTypes, which ignores the
-overrides, is never called: aws_cloud_provider.go ~439), ``AWS_ENDPOINT_URL_EC2`` for an SDK v2
-build (1.35's; 1.33's vendored SDK v1 does not read it), no leader election, a loopback
+render to (``chart_args``), plus only what points it at this cluster and at moto (flags the run
+needs only because AWS is moto here): ``--kubeconfig``, ``--cloud-config`` with a
+``[ServiceOverride]`` per service (ec2, autoscaling, eks), no leader election, a loopback
 ``--address`` and dummy credentials; and one difference in timing, never in what it decides:
-``--scan-interval=1s`` (``TEST_RUN_ARGS``; docs/local-cluster.md says why it is the only one).
+``--scan-interval=1s`` (``TEST_RUN_ARGS``; docs/local-cluster.md says why it is the only one). No static instance list: 1.33.0's SDK v1 session carries the
+overrides' resolver (aws_sdk_provider.go createAWSSDKProvider), so DescribeInstanceTypes reaches
+moto as it reaches EC2 in production, which never sets ``--aws-use-static-instance-list``.
+The binary is 1.33.0, the newest the Go proxy serves; the platform deploys 1.35.2, which always runs
+DRA and labels its template nodes ``cluster-autoscaler.kubernetes.io/template-node``: neither is
+exercised here (docs/decisions/0075 lists what differs and stays untested).
 Instances moto launches become kwok nodes (``registrar``). ``stop()`` ends both processes.
 """
 
@@ -103,7 +106,6 @@ def autoscaler_argv(values: dict[str, Any], cloud_config_path: str, port: int) -
         *chart,
         f"--kubeconfig={KUBECONFIG}",
         f"--cloud-config={cloud_config_path}",
-        "--aws-use-static-instance-list=true",
         "--leader-elect=false",
         f"--address={HOST}:{port}",
         *(arg for arg in TEST_RUN_ARGS if arg.split("=", 1)[0] not in given),  # the platform's own win
@@ -120,7 +122,6 @@ def start_autoscaler(values: dict[str, Any], endpoint: str, region: str, port: i
         **CREDENTIALS,
         "AWS_REGION": values.get("awsRegion") or region,  # the chart's env (deployment.yaml 155-157)
         "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_ENDPOINT_URL_EC2": endpoint,
     }
     services.start(
         AUTOSCALER,
@@ -179,15 +180,24 @@ class Autoscaling:
 
 
 @contextmanager
-def running(run: Run, region: str, kube: Kube) -> Iterator[Autoscaling]:
-    """moto + the autoscaler for the registrations in ``run``; both stopped, their nodes removed, after."""
+def running(
+    run: Run, region: str, kube: Kube, *, describe_nodegroup: bool = True, priorities: bool = True
+) -> Iterator[Autoscaling]:
+    """moto + the autoscaler for the registrations in ``run``; both stopped, their nodes removed, after.
+
+    ``describe_nodegroup=False``: EKS no longer knows the node groups (DescribeNodegroup answers
+    ResourceNotFoundException, as it fails when denied), so only the ASG tags tell the autoscaler a
+    group's labels and taints. ``priorities=False``: the priority expander's ConfigMap is not written.
+    """
     registrar = None
     try:
         endpoint = start_moto()
         seeded = {g.registration: g for g in seed(partial(boto3_client, endpoint, region), run, region)}
+        if not describe_nodegroup:
+            forget_node_groups(partial(boto3_client, endpoint, region), seeded.values())
         values = autoscaler_values(run)
         configmap = chart_args.priority_configmap(values, NAMESPACE)
-        if configmap:
+        if configmap and priorities:
             kube.apply(configmap)
         gpu = {name: mirror(run.one(NODE_GROUP, name), run, 0) for name in seeded}
         registrar = Registrar(
@@ -202,6 +212,14 @@ def running(run: Run, region: str, kube: Kube) -> Iterator[Autoscaling]:
             registrar.stop()
         services.stop(MOTO)
         _delete_configmap(kube)
+
+
+def forget_node_groups(client: Any, groups: Any) -> None:
+    """Delete the node groups from moto's EKS, leaving their ASGs (and tags) as they are."""
+    eks = client("eks")
+    cluster = eks.list_clusters()["clusters"][0]
+    for group in groups:
+        eks.delete_nodegroup(clusterName=cluster, nodegroupName=group.node_group)
 
 
 def _delete_configmap(kube: Kube) -> None:

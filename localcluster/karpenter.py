@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 
 from infra.platform import nodepool
-from infra.platform.instance_types import ARM_NVIDIA
+from infra.platform.allocatable import allocatable
+from infra.platform.instance_types import ARM_NVIDIA, X86_NVIDIA
 from infra.tooling import gomod
 from infra.tooling.manifests import KARPENTER_AWS, KARPENTER_PINS
 from infra.tooling.pinned_chart import render
@@ -41,8 +42,14 @@ KWOK_NODE_CLASS = {
     "metadata": {"name": "default"},
 }
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
-# The instance-type table has on-demand prices only; spot offerings are listed below them, as spot
-# is on AWS (the scenarios need only that order, never the number).
+# On-demand prices are AWS's (instance_types.py; karpenter-provider-aws v1.15.0's own generated table,
+# pkg/providers/pricing/zz_generated.pricing_aws.go, us-east-1, has the same figures). No spot price
+# can be had offline: the AWS provider itself prices spot at on-demand until DescribeSpotPriceHistory
+# answers (pricing.go SpotPrice, defaultPrice), and with both allowed it launches spot whatever the
+# prices (instance.go). kwok instead takes the cheapest offering, at random among equal prices
+# (kwok/cloudprovider/cloudprovider.go toNode), so spot is listed below on-demand to make kwok choose
+# as the AWS provider does. The factor is this harness's, named here and in docs/local-cluster.md;
+# no scenario depends on the number.
 SPOT_PRICE_FACTOR = 0.4
 # Settings of the chart's controller container that the core reads (operator/options/options.go).
 CORE_ENV = (
@@ -89,8 +96,28 @@ def chart() -> Path:
     return gomod.module_dir(AWS_PINS, AWS_PROVIDER) / "charts" / "karpenter"
 
 
+# What kwok's provider takes off every type's resources (kwok/cloudprovider/helpers.go: KubeReserved).
+KWOK_OVERHEAD_MILLICPU, KWOK_OVERHEAD_MIB = 100, 10
+
+
+def _resources(instance_type: str, gpus: int) -> dict[str, str]:
+    """A type's resources as kwok's provider reads them: nodeadm's allocatable (allocatable.py) plus
+    kwok's own overhead, so the nodes Karpenter launches offer pods what a real AL2023 node does
+    (their capacity is understated by the reserves; pods are scheduled on allocatable)."""
+    offered = allocatable(instance_type)
+    return {
+        "cpu": f"{offered.cpu_millis + KWOK_OVERHEAD_MILLICPU}m",
+        "memory": f"{offered.memory_mib + KWOK_OVERHEAD_MIB}Mi",
+        "pods": str(offered.pods),
+        GPU_RESOURCE: str(gpus),
+    }
+
+
 def instance_types() -> list[dict[str, Any]]:
-    """kwok's instance types: every Arm NVIDIA type of the platform's table, spot and on-demand in each zone."""
+    """kwok's instance types: every NVIDIA type AWS sells near the pools, not only the pools' own: the
+    Arm ones and x86 ones (g4dn.xlarge is cheaper than g5g.2xlarge), each with its architecture,
+    what a real node of it offers pods (:func:`_resources`) and spot and on-demand offerings in each zone. Only the
+    NodePools' requirements keep Karpenter off the types a pool does not list."""
 
     def offering(capacity: str, price: float, zone: str) -> dict[str, Any]:
         return {
@@ -105,14 +132,9 @@ def instance_types() -> list[dict[str, Any]]:
     return [
         {
             "name": t.name,
-            "architecture": "arm64",
+            "architecture": arch,
             "operatingSystems": ["linux"],
-            "resources": {
-                "cpu": str(t.vcpus),
-                "memory": f"{t.memory_gib}Gi",
-                "pods": "110",
-                GPU_RESOURCE: str(t.gpus),
-            },
+            "resources": _resources(t.name, t.gpus),
             "offerings": [
                 offering(capacity, price, zone)
                 for zone in ZONES
@@ -122,7 +144,8 @@ def instance_types() -> list[dict[str, Any]]:
                 )
             ],
         }
-        for t in ARM_NVIDIA.values()
+        for arch, table in (("arm64", ARM_NVIDIA), ("amd64", X86_NVIDIA))
+        for t in table.values()
         if t.usd_per_hour is not None
     ]
 
@@ -224,18 +247,20 @@ POOLS = {
         "sharing": {"timeSlicing": {"replicas": 4}},
         "karpenter": {"capacityTypes": ["SPOT", "ON_DEMAND"], "consolidateAfter": "20s"},
     },
-    # Whole GPUs on demand, at most two nodes.
+    # Whole GPUs on demand, at most two nodes; not the cheapest GPU types AWS sells (g5g.xlarge,
+    # g4dn.xlarge), so a scenario shows that the pool's own types are what Karpenter picks from.
     "batch": {
         "provisioner": "karpenter",
-        "instanceTypes": ["g5g.2xlarge", "g5g.xlarge"],
+        "instanceTypes": ["g5g.4xlarge", "g5g.2xlarge"],
         "maxSize": 2,
         "karpenter": {"consolidateAfter": "20s"},
     },
 }
 
 
-def platform_run(pools: Mapping[str, Any] = POOLS) -> Any:
-    """The platform program run offline on the dev stack's config with ``pools`` added: (config, Run)."""
+def platform_run(pools: Mapping[str, Any] = POOLS, top: Mapping[str, Any] | None = None) -> Any:
+    """The platform program run offline on the dev stack's config with ``pools`` (and the top-level
+    settings ``top``) added: (config, Run)."""
     import runpy
     import sys
 
@@ -245,6 +270,9 @@ def platform_run(pools: Mapping[str, Any] = POOLS) -> Any:
     project, config = load_project(PLATFORM_ROOT, "dev")
     key = f"{project}:gpuPools"
     config[key] = json.dumps({**json.loads(config[key]), **pools})
+    config.update(
+        {f"{project}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in (top or {}).items()}
+    )
     raw = {
         k.removeprefix(f"{project}:"): json.loads(v) if v[:1] in "[{" else v
         for k, v in config.items()

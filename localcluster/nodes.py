@@ -3,7 +3,9 @@
 Each ``aws.eks.NodeGroup`` the dev stack's program registers becomes nodes with
 the group's labels and taints (EKS spelling turned into Kubernetes'), the labels
 EKS and the kubelet add (arch from the AMI type, instance type, node group,
-capacity type), and the capacity of its first instance type. ``nvidia.com/gpu``
+capacity type), the capacity of its first instance type and the allocatable a
+real AL2023 node of it reports (nodeadm's reserves: infra/platform/allocatable.py,
+the source the autoscaler's template tags use too). ``nvidia.com/gpu``
 is what the NVIDIA device plugin would advertise there: the instance's GPUs
 times the time-slicing replicas of the plugin config the node's
 ``nvidia.com/device-plugin.config`` label picks from the Helm release's values
@@ -19,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from infra.platform.allocatable import allocatable
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.node_pools import DEVICE_PLUGIN_CONFIG_LABEL, ephemeral_storage
 from infra.tooling.agents import NODE_GROUP
@@ -29,7 +32,6 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 """kwok manages only nodes with this annotation (``--manage-nodes-with-annotation-selector``)."""
-PODS_PER_NODE = "110"
 
 # AMI type -> kubernetes.io/arch, as the kubelet on that AMI reports it.
 _ARCH = {"ARM_64": "arm64", "x86_64": "amd64"}
@@ -131,8 +133,10 @@ def node_object(
     taints: list[dict[str, str]],
     capacity: Mapping[str, str],
     provider_id: str | None = None,
+    allocatable: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A Node registered Ready with its capacity, as a kubelet would; kwok renews its lease.
+    """A Node registered Ready with its capacity and allocatable (default: the capacity), as a kubelet
+    would; kwok renews its lease.
 
     The API server still taints it not-ready at admission (TaintNodesByCondition) and the
     node lifecycle controller lifts that at once: wait for :func:`localcluster.kube.settled`.
@@ -148,31 +152,36 @@ def node_object(
             "labels": {**labels, "kubernetes.io/hostname": name, "type": "kwok"},
         },
         "spec": {"taints": taints, **({"providerID": provider_id} if provider_id else {})},
-        "status": {"capacity": dict(capacity), "allocatable": dict(capacity), "conditions": [ready]},
+        "status": {
+            "capacity": dict(capacity),
+            "allocatable": dict(allocatable if allocatable is not None else capacity),
+            "conditions": [ready],
+        },
     }
 
 
-def capacity(group: MirroredGroup, instance_type: str | None = None) -> dict[str, str]:
-    """What a node of ``group`` (of ``instance_type``, default the group's first) offers pods: its
-    type's CPUs and memory, the GPUs the device plugin advertises, the kubelet's allocatable disk."""
-    spec = (
-        ARM_NVIDIA.get(instance_type or group.instance_type)
-        or ARM_SYSTEM[instance_type or group.instance_type]
-    )
-    result = {
-        "cpu": str(spec.vcpus),
-        "memory": f"{spec.memory_gib}Gi",
-        "pods": PODS_PER_NODE,
-        "ephemeral-storage": ephemeral_storage(group.disk_size_gib),
+def resources(
+    group: MirroredGroup, instance_type: str | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Capacity and allocatable of a node of ``group`` (of ``instance_type``, default the group's first):
+    the type's CPUs and memory less nodeadm's reserves, its max pods, the GPUs the device plugin
+    advertises, the kubelet's allocatable disk."""
+    offered = allocatable(instance_type or group.instance_type)
+    disk, gpus = ephemeral_storage(group.disk_size_gib), {GPU_RESOURCE: str(group.gpus)} if group.gpus else {}
+    capacity = {
+        "cpu": f"{offered.capacity_cpu_millis}m",
+        "memory": f"{offered.capacity_memory_mib}Mi",
+        "pods": str(offered.pods),
+        "ephemeral-storage": disk,
+        **gpus,
     }
-    if group.gpus:
-        result[GPU_RESOURCE] = str(group.gpus)
-    return result
+    return capacity, {**capacity, "cpu": offered.cpu, "memory": offered.memory}
 
 
 def node_manifest(group: MirroredGroup, index: int) -> dict[str, Any]:
     """Node ``index`` of ``group``, with the capacity of the group's instance type."""
-    return node_object(f"{group.name}-{index}", group.labels, group.taints, capacity(group))
+    capacity, offered = resources(group)
+    return node_object(f"{group.name}-{index}", group.labels, group.taints, capacity, allocatable=offered)
 
 
 def node_manifests(run: Run, gpu_nodes: int = 1) -> list[dict[str, Any]]:

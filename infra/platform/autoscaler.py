@@ -37,6 +37,8 @@ NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
 # The autoscaler's image must match the cluster's minor version: the newest patch of
 # each (tags cluster-autoscaler-1.35.2 and -1.36.1 in kubernetes/autoscaler).
+# The tests run 1.33.0, the newest the Go proxy serves: DRA (always on from 1.35) and 1.35's
+# template-node label stay untested there (docs/decisions/0075).
 IMAGE_TAGS = {"1.35": "v1.35.2", "1.36": "v1.36.1"}
 # Priorities per price rank, plus a bonus for spot inside a rank (docs/platform.md, decision 0002).
 TIER_STEP, SPOT_BONUS = 10, 5
@@ -164,7 +166,9 @@ def autoscaler(
     cluster_name, region = config.cluster_name, config.region
     for pool, group in pools:
         asg_name = group.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
-        for key, value in asg_tags(config.contract, pool.contract, pool.settings.disk_size_gib).items():
+        for key, value in asg_tags(
+            config.contract, pool.contract, pool.settings.instance_types, pool.settings.disk_size_gib
+        ).items():
             short = key.removeprefix(f"{TEMPLATE}/").replace("/", "-").replace(".", "-")
             aws.autoscaling.Tag(
                 f"{name}-{pool.name}-{short}",

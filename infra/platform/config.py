@@ -195,6 +195,8 @@ class PlatformConfig(Section):
     """The NVIDIA device plugin Helm release."""
     autoscaler: Annotated[AutoscalerConfig, SECTION]
     """Cluster Autoscaler, which scales the GPU pools (only them) from and to zero."""
+    create_spot_service_linked_role: Flag = False
+    """true makes the account-wide AWSServiceRoleForEC2Spot when a spot-capable Karpenter pool needs it and the account lacks it (kept on destroy); false warns (SPOT-only pools: refused)."""
     production: Flag = False
     """true protects the VPC, the KMS key and the cluster from deletion and replacement; GPU pools stay replaceable."""
     observability: Annotated[ObservabilityConfig, SECTION]
@@ -224,6 +226,17 @@ class PlatformConfig(Section):
             raise ValueError(
                 f".kubernetesVersion {self.kubernetes_version!r} is not one Karpenter {nodepool.VERSION} runs on "
                 f"({low} to {high}), asked for by {where}: use managedNodeGroup pools or another minor"
+            )
+        floating = [
+            p.name
+            for p in self.karpenter_pools
+            if p.settings.karpenter_settings.ami_alias.endswith("@latest")
+        ]
+        if self.production and floating:
+            raise ValueError(
+                f".gpuPools.{floating[0]}.karpenter.amiAlias is {nodepool.AMI_ALIAS!r} on a production stack: every "
+                "EKS AMI release would drift every GPU node and bring an untested NVIDIA driver; allowed: a pinned "
+                'release, al2023@vYYYYMMDD (docs/operations.md, "roll a new AMI to a Karpenter pool")'
             )
         repair = {p.name: p.settings.node_repair for p in self.karpenter_pools}
         if len(set(repair.values())) > 1:

@@ -225,4 +225,5 @@ PluginNamespace = text(
     "nvidia-device-plugin",
 )
 DisruptionBudget = text(nodepool.BUDGET_NODES, "a node count, or a percentage from 0% to 100%", "1")
+AmiAlias = text(nodepool.AMI_ALIAS_PATTERN, nodepool.AMI_ALIAS_WORDS, "al2023@v20261120")
 SECTION = Field(default_factory=dict, validate_default=True)  # a section's defaults go through its checks

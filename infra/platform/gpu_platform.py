@@ -128,6 +128,7 @@ class GpuPlatform(pulumi.ComponentResource):
                     tags=node_pools.node_group_tags(pool.contract),
                     node_repair=pool.settings.node_repair,
                     desired_size=sizes[pool.name],  # never below what the pool runs now
+                    kept=pool.settings.provisioner == "karpenter",  # keepNodeGroup: left as it was
                     **common,
                 ),
             )

@@ -31,6 +31,18 @@ ARM_NVIDIA: dict[str, InstanceType] = {
     )
 }
 
+# x86 NVIDIA types the Arm AMI cannot run: never in a pool (config refuses them), but AWS sells them,
+# some cheaper than a pool's types, so a provisioner not held to arm64 would pick them. The tests
+# offer them to Karpenter (localcluster/karpenter.py) to show that the NodePools' requirements hold.
+X86_NVIDIA: dict[str, InstanceType] = {
+    t.name: t
+    for t in (
+        InstanceType("g4dn.xlarge", 4, 16, 1, 0.526),
+        InstanceType("g6.xlarge", 4, 16, 1, 0.8048),
+        InstanceType("g5.xlarge", 4, 16, 1, 1.006),
+    )
+}
+
 # Graviton general-purpose types for the untainted system node group (CoreDNS,
 # the autoscaler, controllers): small, cheap, Arm like the GPU nodes.
 ARM_SYSTEM: dict[str, InstanceType] = {

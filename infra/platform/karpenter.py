@@ -25,17 +25,19 @@ from infra.platform.iam import node_role
 from infra.platform.network import Network
 from infra.platform.node_group import METADATA_OPTIONS, ROOT_DEVICE, ROOT_VOLUME
 from infra.platform.node_pools import SYSTEM_LABELS
+from infra.platform.spot_role import spot_role
 
 REPOSITORY = "oci://public.ecr.aws/karpenter"
 CHART, CRD_CHART = "karpenter", "karpenter-crd"
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"
-# What the interruption queue hears (getting-started cloudformation.yaml): (source, detail-type).
+# What the interruption queue hears (getting-started cloudformation.yaml, its five rules): (source, detail-type).
 EVENT_RULES = {
     "scheduled-change": ("aws.health", "AWS Health Event"),
     "spot-interruption": ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
     "rebalance": ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
     "state-change": ("aws.ec2", "EC2 Instance State-change Notification"),
+    "capacity-reservation": ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
 }
 QUEUE_RETENTION_SECONDS = 300  # interruption notices are worthless after five minutes
 
@@ -114,7 +116,8 @@ def controller_policy(
 
 
 def queue_policy(queue_arn: str) -> dict[str, Any]:
-    """Only EventBridge (and SQS itself) may send to the interruption queue."""
+    """Only EventBridge (and SQS itself) may send to the interruption queue, and nobody over plain HTTP
+    (the template's DenyHTTP statement)."""
     principal = {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]}
     statement = {
         "Effect": "Allow",
@@ -122,7 +125,15 @@ def queue_policy(queue_arn: str) -> dict[str, Any]:
         "Action": "sqs:SendMessage",
         "Resource": queue_arn,
     }
-    return {"Version": "2012-10-17", "Id": "EC2InterruptionPolicy", "Statement": [statement]}
+    deny_http = {
+        "Sid": "DenyHTTP",
+        "Effect": "Deny",
+        "Action": "sqs:*",
+        "Resource": queue_arn,
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        "Principal": "*",
+    }
+    return {"Version": "2012-10-17", "Id": "EC2InterruptionPolicy", "Statement": [statement, deny_http]}
 
 
 def event_pattern(source: str, detail_type: str) -> dict[str, list[str]]:
@@ -168,6 +179,7 @@ def pool_manifests(
         disk_gib=settings.disk_size_gib,
         metadata=metadata,
         root={"deviceName": ROOT_DEVICE, "ebs": ebs},
+        ami_alias=karpenter.ami_alias,
     )
     pool_object = nodepool.nodepool(
         config.contract,
@@ -288,9 +300,12 @@ def karpenter(
         (cluster_name, NAMESPACE, SERVICE_ACCOUNT),
         opts,
     )
+    spot = spot_role(f"{name}-spot", config.karpenter_pools, config.create_spot_service_linked_role, opts)
     # The CRD chart keeps the CRDs current on upgrades (Helm never upgrades a chart's crds/ folder).
     crds = _release(f"{name}-crd", CRD_CHART, {}, k8s_opts)
-    after = pulumi.ResourceOptions(depends_on=[crds, *identity, pod_identity_agent, access, *attachments])
+    after = pulumi.ResourceOptions(
+        depends_on=[crds, *identity, pod_identity_agent, access, *attachments, *spot]
+    )
     release = _release(
         name,
         CHART,

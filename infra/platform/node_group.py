@@ -31,8 +31,13 @@ def managed_node_group(
     node_repair: bool | None = None,
     opts: pulumi.ResourceOptions,
     desired_size: int | None = None,
+    kept: bool = False,
 ) -> aws.eks.NodeGroup:
-    """A managed node group of ``desired_size`` nodes (default: the group's initial size)."""
+    """A managed node group of ``desired_size`` nodes (default: the group's initial size). ``kept``
+    (``keepNodeGroup``): it and its launch template keep every input from state (``ignore_changes``
+    ``*``), so the migration's edits replace nothing (docs/platform.md, "Moving a pool")."""
+    if kept:
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["*"]))
     template = aws.ec2.LaunchTemplate(
         f"{name}-lt",
         update_default_version=True,

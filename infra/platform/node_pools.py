@@ -6,6 +6,9 @@ pool at zero nodes is imagined exactly as a real node will be (docs/platform.md,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from infra.platform.allocatable import smallest
 from infra.workloads.placement import GPU_RESOURCE, GpuPool, Placement
 
 TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
@@ -58,21 +61,39 @@ def ephemeral_storage(disk_size_gib: int) -> str:
     return f"{int(filesystem * (1 - EVICTION_NODEFS_AVAILABLE) - KUBE_RESERVED_EPHEMERAL_GIB)}Gi"
 
 
-def asg_tags(placement: Placement, pool: GpuPool, disk_size_gib: int) -> dict[str, str]:
+def template_resources(instance_types: Sequence[str], disk_size_gib: int) -> dict[str, str]:
+    """``node-template/resources/*`` tags: what a real node of the pool offers pods.
+
+    The autoscaler's template for a group at zero is the instance's full CPU and memory, 110 pods
+    and no ``ephemeral-storage`` (cloudprovider/aws/aws_manager.go buildNodeFromTemplate); these tags
+    replace them with nodeadm's allocatable (allocatable.py), the least any of the pool's types
+    offers: a pod that fits the raw instance but not a real node then scales nothing.
+    """
+    least = smallest(tuple(instance_types))
+    return {
+        f"{TEMPLATE}/resources/cpu": least.cpu,
+        f"{TEMPLATE}/resources/memory": least.memory,
+        f"{TEMPLATE}/resources/pods": str(least.pods),
+        f"{TEMPLATE}/resources/ephemeral-storage": ephemeral_storage(disk_size_gib),
+    }
+
+
+def asg_tags(
+    placement: Placement, pool: GpuPool, instance_types: Sequence[str], disk_size_gib: int
+) -> dict[str, str]:
     """Tags we put on the pool's ASG: only ones EKS does not set itself.
 
     EKS sets ``k8s.io/cluster-autoscaler/enabled`` and ``.../<cluster>`` on every managed
-    group's ASG; declaring them would take them over and delete them on destroy. The autoscaler's
-    template for a group at zero has no ``ephemeral-storage`` unless a tag gives it
-    (cloudprovider/aws/aws_manager.go buildNodeFromTemplate): a pod asking for some would never
-    scale the pool up.
+    group's ASG; declaring them would take them over and delete them on destroy. The labels,
+    taint and resources are what the autoscaler imagines a node at zero with, also when
+    DescribeNodegroup fails (:func:`template_resources`).
     """
     taint = placement.node_taint()
     return {
         AUTOSCALED_TAG: AUTOSCALED_VALUE,
         **{f"{TEMPLATE}/label/{k}": v for k, v in labels(placement, pool).items()},
         f"{TEMPLATE}/taint/{taint['key']}": f"{taint['value']}:{taint['effect']}",
-        f"{TEMPLATE}/resources/ephemeral-storage": ephemeral_storage(disk_size_gib),
+        **template_resources(instance_types, disk_size_gib),
         **node_group_tags(pool),
     }
 

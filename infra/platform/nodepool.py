@@ -30,7 +30,10 @@ CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 CAPACITY_TYPES = {"ON_DEMAND": "on-demand", "SPOT": "spot"}
 # The AL2023 family: for an NVIDIA instance type the provider picks the accelerated (nvidia) variant
 # of the EKS AMI for the node's architecture (pkg/providers/amifamily/al2023.go, DescribeImageQuery).
+# The default, and what every non-production stack may float on; production pins a release.
 AMI_ALIAS = "al2023@latest"
+AMI_ALIAS_PATTERN = r"^al2023@(latest|v[0-9]{8})$"
+AMI_ALIAS_WORDS = "al2023@latest, or a release pinned as al2023@vYYYYMMDD"
 # Discovery: the private subnets are tagged with this (karpenter.py); the security group EKS made for
 # the cluster, which managed node groups use too, carries aws:eks:cluster-name.
 DISCOVERY_TAG = "karpenter.sh/discovery"
@@ -137,8 +140,9 @@ def ec2_node_class(
     disk_gib: int,
     metadata: Mapping[str, Any],
     root: Mapping[str, Any],
+    ami_alias: str = AMI_ALIAS,
 ) -> dict[str, Any]:
-    """The pool's EC2NodeClass: the node role, the accelerated AL2023 AMI, IMDSv2 and the root volume
+    """The pool's EC2NodeClass: the node role, the accelerated AL2023 AMI (``ami_alias``), IMDSv2 and the root volume
     of the node groups' launch template (``metadata``, ``root``), private subnets, the cluster's group."""
     return {
         "apiVersion": AWS_API,
@@ -146,7 +150,7 @@ def ec2_node_class(
         "metadata": {"name": name(pool)},
         "spec": {
             "role": role,
-            "amiSelectorTerms": [{"alias": AMI_ALIAS}],
+            "amiSelectorTerms": [{"alias": ami_alias}],
             "subnetSelectorTerms": [{"tags": {DISCOVERY_TAG: cluster_name}}],
             "securityGroupSelectorTerms": [{"tags": {CLUSTER_SG_TAG: cluster_name}}],
             "metadataOptions": dict(metadata),

@@ -7,7 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from infra.platform import nodepool
 from infra.platform.config_types import (
+    AmiAlias,
     DisruptionBudget,
     Flag,
     GpuType,
@@ -83,6 +85,8 @@ class KarpenterPoolConfig(Section):
     """Nodes (a count or a percentage) Karpenter may disrupt at once in this pool, consolidation and drift alike."""
     keep_node_group: Flag = False
     """Moving from a node group: keep its nodes (Cluster Autoscaler lets go of it) until you have drained them; then remove this."""
+    ami_alias: AmiAlias = nodepool.AMI_ALIAS
+    """The EKS AL2023 AMI release its nodes run: al2023@vYYYYMMDD pins one (production must); a new value drifts the nodes, replaced within disruptionBudget."""
     gpu_limit: whole(1, 450 * 32) | None = None
     """nvidia.com/gpu the pool may hold in all (time-sliced slots on a shared pool); default maxSize x what one node advertises."""
 

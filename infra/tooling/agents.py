@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.platform.addons import CLOUDWATCH_ADDON
+from infra.platform.allocatable import ENI_LIMITS, allocatable
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.platform.node_pools import SYSTEM_LABELS
 from infra.tooling import chart_models, node_group_props, pod_props
@@ -125,6 +126,7 @@ def _type_node(name: str, t: str, labels: Mapping[str, str], gpus: int | None, e
         instance_type=t,
         arch="arm64" if t in ARM_NVIDIA or t in ARM_SYSTEM else "amd64",
         gpus=gpus if gpus is not None else (ARM_NVIDIA[t].gpus if t in ARM_NVIDIA else 0),
+        sized=sized(t),
     )
 
 
@@ -135,6 +137,14 @@ def group_nodes(name: str, props: Mapping[str, Any]) -> tuple[Node, ...]:
     return tuple(
         _type_node(name, t, labels, advertised, taints) for t in node_group_props.instance_types(props)
     )
+
+
+def sized(instance_type: Any) -> dict[str, int] | None:
+    """What a real AL2023 node of the type offers pods (nodeadm's reserves); None for unlisted types."""
+    if instance_type not in ENI_LIMITS:
+        return None
+    offered = allocatable(instance_type)
+    return {"cpu": offered.cpu_millis, "memory": offered.memory_mib}
 
 
 NODE_OVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"

@@ -29,12 +29,14 @@ from infra.tooling.resource_keys import resource_key
 from infra.workloads import gpu_deployment, gpu_job
 from infra.workloads.placement import (
     DEFAULT_PLACEMENT,
+    GPU_RESOURCE,
     GPU_TAINT_EFFECT,
     K8S_TO_EKS_EFFECT,
+    POOL_LABEL,
     Placement,
     PlacementError,
 )
-from infra.workloads.scheduling import gpu_limit, match_expression, tolerates
+from infra.workloads.scheduling import Node, fits, gpu_limit, match_expression, tolerates, whole_gpus
 
 STACK = "pulumi:pulumi:Stack"
 """The root resource; in ``AnalyzeStack`` its properties are the stack's outputs."""
@@ -127,6 +129,36 @@ def helm_release_unseen(resource_type: str, props: Mapping[str, Any], placement:
         f"its values give GPU pods nodeSelector {placement.node_selector()} and the toleration "
         f"{placement.toleration()}"
     ]
+
+
+def gpus_beyond_a_sliced_pool(
+    resource_type: str, props: Mapping[str, Any], placement: Placement
+) -> list[str]:
+    """Mandatory: a container asking for more than one GPU can never run on a time-sliced pool, whose
+    device plugin refuses it (``failRequestsGreaterThanOne``, per container) after the scheduler (which
+    counts the pod's total against the node's slots) placed it and the autoscaler paid for the node.
+    Flagged when the pod can land on such a pool (wt-harness, issue 33 item 4)."""
+    return [m for _, pod in pod_specs_of(resource_type, props) for m in _beyond_sliced(pod, placement)]
+
+
+def _beyond_sliced(pod: Mapping[str, Any], placement: Placement) -> list[str]:
+    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+    largest = max((whole_gpus(c) for c in containers), default=0)
+    found = []
+    for pool in (p for p in placement.pools if p.shared and largest > p.max_gpus_per_container):
+        node = Node(
+            pool.name,
+            placement.pool_labels(pool.name),
+            (placement.node_taint(),),
+            {GPU_RESOURCE: pool.slots_per_node},
+        )
+        if fits(pod, node).fits:
+            found.append(
+                f"has a container asking for {largest} {GPU_RESOURCE} and can land on pool {pool.name!r}, which "
+                f"shares each GPU {pool.time_slicing_replicas} ways: its device plugin refuses any container's "
+                f"request above 1. Select another pool (nodeSelector {POOL_LABEL}: <pool>) or ask for 1 per container"
+            )
+    return found
 
 
 def _gpu_nodepool_contract(props: Mapping[str, Any], placement: Placement) -> list[str]:
@@ -241,6 +273,7 @@ RULES = (
     RuleSpec("gpu-workload-placement", gpu_workload_placement, "mandatory"),
     RuleSpec("gpu-toleration-without-gpu", gpu_toleration_without_gpu, "advisory"),
     RuleSpec("helm-release-unseen", helm_release_unseen, "advisory"),
+    RuleSpec("gpus-beyond-a-sliced-pool", gpus_beyond_a_sliced_pool, "mandatory"),
     RuleSpec("gpu-node-group-contract", gpu_node_group_contract, "mandatory"),
     RuleSpec("node-group-settings", node_group_settings, "mandatory", contract=False),
     RuleSpec("workload-settings", workload_settings, "mandatory", contract=False),

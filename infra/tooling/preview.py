@@ -38,7 +38,7 @@ from infra.tooling.policy_rules import check as check_policies
 from infra.tooling.resource_keys import Named
 from infra.workloads.images import image_check_status
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL
-from infra.workloads.scheduling import Node, pods_per_node
+from infra.workloads.scheduling import Node, fits, pods_per_node, too_big
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_INPUTS = {"pulumi:providers:kubernetes": ("kubeconfig",)}
@@ -173,6 +173,39 @@ def placement_table(run: Run, nodes: list[Node]) -> list[str]:
     return aligned(rows)
 
 
+def _sized_only(pod: Mapping[str, Any], node: Node) -> list[str]:
+    """The CPU and memory reasons when they are the only ones the pod does not fit ``node`` for."""
+    reasons, size = fits(pod, node).reasons, too_big(pod, node)
+    return size if size and set(reasons) == set(size) else []
+
+
+def _size(node: Node) -> tuple[int, int]:
+    return node.allocatable.get("memory", 0), node.allocatable.get("cpu", 0)
+
+
+def size_notes(run: Run, nodes: list[Node]) -> list[str]:
+    """Workloads a pool takes by its labels and taints but whose CPU or memory its nodes cannot hold
+    (nodeadm's allocatable, not the instance's size: infra/platform/allocatable.py): none of its
+    types (the pod can never run there), or only some: the autoscaler's template for the pool at
+    zero is its smallest type (node_pools.template_resources), so it starts no node for the pod
+    (Karpenter picks a type that fits: only the first case holds for its NodePools)."""
+    notes = []
+    for name, pod in workloads_of(run):
+        for group in sorted({_column(n) for n in nodes}):
+            members = [n for n in nodes if _column(n) == group]
+            short = [n for n in members if _sized_only(pod, n)]
+            if not short or not all(fits(pod, n).fits or n in short for n in members):
+                continue
+            if len(short) == len(members):
+                node, says = max(short, key=_size), "cannot run on pool {}: its largest type"
+            else:
+                node, says = min(members, key=_size), "scales nothing from zero on pool {}: its smallest type"
+            if node in short and (len(short) == len(members) or "karpenter.sh/nodepool" not in node.labels):
+                why = "; ".join(_sized_only(pod, node))
+                notes.append(f"  {name} {says.format(group)} {node.name}: {why}")
+    return notes
+
+
 def spot_notes(run: Run) -> list[str]:
     """What a SPOT pool means for the workloads on it."""
     notes = []
@@ -278,6 +311,12 @@ def project_report(
             "\nplacement (can the pods be scheduled on the node group? N/node: GPU pods one node holds):"
         )
         blocks.append("\n".join(placement_table(run, nodes)))
+    too_large = size_notes(run, nodes) if nodes else []
+    if too_large:
+        blocks.append(
+            "\ntoo large for every node of a pool it selects (allocatable after nodeadm's reserves):"
+        )
+        blocks += too_large
     notes = spot_notes(run)
     if notes:
         blocks.append("\n" + "\n".join(notes))

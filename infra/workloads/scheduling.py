@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE
-from infra.workloads.quantity import whole_count
+from infra.workloads.quantity import QuantityError, parse_quantity, whole_count
 
 REPELLING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -32,8 +33,10 @@ class Node:
         instance_type: str,
         arch: str,
         gpus: int = 0,
+        sized: Mapping[str, int] | None = None,
     ) -> Node:
-        """The node a managed node group brings up: its labels plus the ones EKS and kubelet add."""
+        """The node a managed node group brings up: its labels plus the ones EKS and kubelet add;
+        ``sized``: its allocatable ``cpu`` (millicores) and ``memory`` (MiB), where known."""
         taints = [
             {"key": t["key"], "value": t.get("value", ""), "effect": EKS_TO_K8S_EFFECT[t["effect"]]}
             for t in eks_taints
@@ -45,7 +48,7 @@ class Node:
             "eks.amazonaws.com/nodegroup": name,
             **labels,
         }
-        allocatable = {GPU_RESOURCE: gpus} if gpus else {}
+        allocatable = {**(sized or {}), **({GPU_RESOURCE: gpus} if gpus else {})}
         return cls(name=name, labels=all_labels, taints=tuple(taints), allocatable=allocatable)
 
 
@@ -120,23 +123,44 @@ def _term_matches(term: Mapping[str, Any], node: Node) -> bool:
     )
 
 
-def _gpus(container: Mapping[str, Any]) -> int:
+def whole_gpus(container: Mapping[str, Any]) -> int:
+    """``nvidia.com/gpu`` one container asks for (its limit, else its request)."""
     resources = container.get("resources") or {}
     limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
     return whole_count(limits.get(GPU_RESOURCE, requests.get(GPU_RESOURCE, 0)))
 
 
-def gpu_limit(pod_spec: Mapping[str, Any]) -> int:
-    """GPUs the pod needs, as the scheduler counts them: containers add up; init containers run one at a
-    time, except sidecars (``restartPolicy: Always``), which keep theirs while later containers run."""
+def _effective(pod_spec: Mapping[str, Any], per_container: Callable[[Mapping[str, Any]], Any]) -> Any:
+    """What the scheduler counts for a pod: containers add up; init containers run one at a time,
+    except sidecars (``restartPolicy: Always``), which keep theirs while later containers run."""
     sidecars = peak = 0
     for container in pod_spec.get("initContainers") or []:
         if container.get("restartPolicy") == "Always":
-            sidecars += _gpus(container)
+            sidecars += per_container(container)
         else:
-            peak = max(peak, _gpus(container) + sidecars)
-    total = sum(_gpus(c) for c in pod_spec.get("containers") or []) + sidecars
+            peak = max(peak, per_container(container) + sidecars)
+    total = sum(per_container(c) for c in pod_spec.get("containers") or []) + sidecars
     return max(total, peak)
+
+
+def gpu_limit(pod_spec: Mapping[str, Any]) -> int:
+    """GPUs the pod needs, as the scheduler counts them (:func:`_effective`)."""
+    return int(_effective(pod_spec, whole_gpus))
+
+
+def request(pod_spec: Mapping[str, Any], resource: str) -> Fraction:
+    """The pod's request of ``resource`` (``cpu`` in cores, ``memory`` in bytes) as NodeResourcesFit
+    counts it: a container's request, else its limit (the API defaults one to the other)."""
+
+    def one(container: Mapping[str, Any]) -> Fraction:
+        resources = container.get("resources") or {}
+        value = (resources.get("requests") or {}).get(resource, (resources.get("limits") or {}).get(resource))
+        try:
+            return parse_quantity(str(value)) if value is not None else Fraction(0)
+        except QuantityError:  # not known yet (an Output), or refused by the API anyway
+            return Fraction(0)
+
+    return Fraction(_effective(pod_spec, one))
 
 
 @dataclass(frozen=True)
@@ -165,7 +189,26 @@ def fits(pod_spec: Mapping[str, Any], node: Node) -> Verdict:
     needed, allocatable = gpu_limit(pod_spec), node.allocatable.get(GPU_RESOURCE, 0)
     if needed > allocatable:
         reasons.append(f"needs {needed} {GPU_RESOURCE}, node has {allocatable}")
+    reasons += too_big(pod_spec, node)
     return Verdict(fits=not reasons, reasons=tuple(reasons))
+
+
+# Resources a node model may list beyond GPUs, in the units its allocatable holds them: cpu in
+# millicores, memory in MiB (what infra/platform/allocatable.py computes).
+SIZED = {"cpu": (1000, "m"), "memory": (Fraction(1, 1024 * 1024), "Mi")}
+
+
+def too_big(pod_spec: Mapping[str, Any], node: Node) -> list[str]:
+    """NodeResourcesFit for CPU and memory, where the node model lists them: one reason per resource."""
+    reasons = []
+    for resource, (scale, unit) in SIZED.items():
+        if resource in node.allocatable:
+            asked = request(pod_spec, resource) * scale
+            if asked > node.allocatable[resource]:
+                reasons.append(
+                    f"requests {resource} {float(asked):g}{unit}, node offers {node.allocatable[resource]}{unit}"
+                )
+    return reasons
 
 
 def pods_per_node(pod_spec: Mapping[str, Any], node: Node) -> int | None:

@@ -57,16 +57,6 @@ def test_four_shared_gpu_pods_start_one_inference_node_and_a_fifth_a_second(
         assert len(set(running_pods(kube, namespace, 5).values())) == 2
 
 
-def test_a_one_gpu_pod_naming_no_pool_gets_the_cheapest_pool_that_fits(
-    kube: Kube, dev: Run, namespace: str
-) -> None:
-    """docs/decisions/0002: the g5g.xlarge inference pool before the g5g.16xlarge spot training pool."""
-    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
-        kube.apply(pod("any-pool", gpus=1), namespace)
-        wait_desired(run, INFERENCE, 1)
-        assert hold(run)[TRAINING] == 0
-
-
 def test_a_two_gpu_pod_gets_a_two_gpu_node_never_a_time_sliced_one(
     kube: Kube, dev: Run, namespace: str
 ) -> None:

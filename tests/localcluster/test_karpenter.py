@@ -3,19 +3,30 @@ only their node class swapped, and the settings the pinned chart would set."""
 
 from __future__ import annotations
 
-from infra.platform.instance_types import ARM_NVIDIA
+from infra.platform import allocatable
+from infra.platform.instance_types import ARM_NVIDIA, X86_NVIDIA
 from infra.workloads.placement import GPU_RESOURCE
 from localcluster import karpenter
 
 
-def test_kwok_instance_types_are_the_platforms_table() -> None:
+def test_kwok_instance_types_are_the_platforms_table_and_the_x86_gpus_beside_it() -> None:
+    """Not only the pools' types: x86 GPU types too, some cheaper than a pool's (the requirements must hold)."""
     types = {t["name"]: t for t in karpenter.instance_types()}
-    assert set(types) == {name for name, t in ARM_NVIDIA.items() if t.usd_per_hour is not None}
+    listed = {**ARM_NVIDIA, **X86_NVIDIA}
+    assert set(types) == {name for name, t in listed.items() if t.usd_per_hour is not None}
+    assert {types[name]["architecture"] for name in X86_NVIDIA} == {"amd64"}
+    assert types["g4dn.xlarge"]["offerings"][0]["Price"] < types["g5g.2xlarge"]["offerings"][0]["Price"]
+    assert types["g5g.xlarge"]["resources"]["pods"] == "58"  # nodeadm's max pods, not 110
+    assert types["g5g.xlarge"]["resources"]["memory"] == "7209Mi"  # 7199Mi allocatable + kwok's 10Mi
     for name, spec in types.items():
-        table = ARM_NVIDIA[name]
-        assert spec["architecture"] == "arm64"
+        table = listed[name]
+        assert spec["architecture"] == ("arm64" if name in ARM_NVIDIA else "amd64")
         assert spec["resources"][GPU_RESOURCE] == str(table.gpus)
-        assert spec["resources"]["cpu"] == str(table.vcpus)
+        # kwok takes 100m and 10Mi off: what is left is nodeadm's allocatable (3920m, 7199Mi on a g5g.xlarge)
+        assert (
+            spec["resources"]["cpu"]
+            == f"{table.vcpus * 1000 - allocatable.cpu_reserved_millis(table.vcpus * 1000) + 100}m"
+        )
         prices = {o["Requirements"][0]["values"][0]: o["Price"] for o in spec["offerings"]}
         assert prices["on-demand"] == table.usd_per_hour and prices["spot"] < prices["on-demand"]
 

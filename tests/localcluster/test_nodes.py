@@ -47,3 +47,12 @@ def test_system_nodes_have_no_taint_and_no_gpu(nodes: dict[str, dict]) -> None:
     node = nodes["gpu-platform-system-0"]
     assert node["spec"]["taints"] == []
     assert "nvidia.com/gpu" not in node["status"]["allocatable"]
+
+
+def test_nodes_offer_what_a_real_al2023_node_does_not_the_instance_size(nodes: dict[str, dict]) -> None:
+    """nodeadm's reserves (infra/platform/allocatable.py), as the autoscaler's template tags promise: a
+    g5g.xlarge has 4 CPUs and 8 GiB, and offers pods 3920m, 7199Mi and 58 pods."""
+    status = nodes["gpu-platform-gpu-inference-0"]["status"]
+    assert (status["capacity"]["cpu"], status["capacity"]["memory"]) == ("4000m", "8192Mi")
+    offered = status["allocatable"]
+    assert (offered["cpu"], offered["memory"], offered["pods"]) == ("3920m", "7199Mi", "58")

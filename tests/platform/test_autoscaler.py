@@ -32,7 +32,7 @@ def dev() -> Run:
 
 
 def test_pool_asgs_get_only_tags_eks_does_not_set() -> None:
-    tags = asg_tags(CONTRACT, INFERENCE, 100)
+    tags = asg_tags(CONTRACT, INFERENCE, ("g5g.xlarge",), 100)
     assert "k8s.io/cluster-autoscaler/enabled" not in tags
     assert f"k8s.io/cluster-autoscaler/{CLUSTER}" not in tags
     assert tags == {
@@ -42,9 +42,19 @@ def test_pool_asgs_get_only_tags_eks_does_not_set() -> None:
         "k8s.io/cluster-autoscaler/node-template/label/k8s.amazonaws.com/accelerator": "nvidia-t4g",
         "k8s.io/cluster-autoscaler/node-template/label/nvidia.com/device-plugin.config": "inference",
         "k8s.io/cluster-autoscaler/node-template/taint/GPU": "true:NoSchedule",
+        "k8s.io/cluster-autoscaler/node-template/resources/cpu": "3920m",
+        "k8s.io/cluster-autoscaler/node-template/resources/memory": "7199Mi",
+        "k8s.io/cluster-autoscaler/node-template/resources/pods": "58",
         "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage": "88Gi",
         "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": "4",
     }
+
+
+def test_a_pool_of_several_types_promises_what_its_smallest_node_offers() -> None:
+    """The template must hold for every node the group may launch: the least allocatable of its types."""
+    tags = asg_tags(CONTRACT, INFERENCE, ("g5g.2xlarge", "g5g.xlarge"), 100)
+    assert tags["k8s.io/cluster-autoscaler/node-template/resources/memory"] == "7199Mi"
+    assert tags["k8s.io/cluster-autoscaler/node-template/resources/cpu"] == "3920m"
 
 
 @pytest.mark.parametrize(
@@ -55,7 +65,7 @@ def test_the_template_offers_the_disk_the_kubelet_leaves_to_pods(disk: int, allo
     and kubeReserved ephemeral-storage 1Gi, in whole GiB rounded down (never more than the node has)."""
     assert ephemeral_storage(disk) == allocatable
     assert (
-        asg_tags(CONTRACT, TRAINING, disk)[
+        asg_tags(CONTRACT, TRAINING, ("g5g.16xlarge",), disk)[
             "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage"
         ]
         == allocatable

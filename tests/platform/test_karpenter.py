@@ -316,6 +316,31 @@ def test_karpenter_on_a_minor_its_pinned_version_does_not_run_on_is_refused(
     )  # node groups: fine
 
 
+def test_the_ami_can_be_pinned_and_the_node_class_names_that_release() -> None:
+    from infra.platform.karpenter import pool_manifests
+
+    config = _load({"karpenter": {"amiAlias": "al2023@v20261120"}})
+    node_class = pool_manifests(config, config.karpenter_pools[0], "role")[0]
+    assert node_class["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20261120"}]
+
+
+@pytest.mark.parametrize("alias", ["al2023@v2026112", "al2@latest", "al2023@20261120", "bottlerocket@latest"])
+def test_an_ami_alias_that_is_not_an_al2023_release_is_refused(alias: str) -> None:
+    with pytest.raises(ConfigError, match=r"gpuPools\.p\.karpenter\.amiAlias .*al2023@vYYYYMMDD"):
+        _load({"karpenter": {"amiAlias": alias}})
+
+
+def test_a_production_stack_refuses_a_floating_ami_naming_the_setting() -> None:
+    """managing-amis.md: pin in production; @latest drifts every GPU node on each EKS AMI release."""
+    with pytest.raises(
+        ConfigError, match=r"gpuPools\.p\.karpenter\.amiAlias is 'al2023@latest' on a production"
+    ):
+        _load({}, production=True)
+    with pytest.raises(ConfigError, match=r"gpuPools\.p\.karpenter\.amiAlias"):
+        _load({"karpenter": {"amiAlias": "al2023@latest"}}, production=True)
+    assert _load({"karpenter": {"amiAlias": "al2023@v20261120"}}, production=True).production
+
+
 def test_a_spot_capable_pool_is_a_spot_pool_to_its_consumers() -> None:
     pool = _load({"karpenter": {"capacityTypes": ["SPOT", "ON_DEMAND"]}}).contract.pool("p")
     assert pool.capacity_type == "SPOT"
@@ -352,6 +377,33 @@ def test_a_pool_moving_to_karpenter_keeps_its_node_group_without_the_autoscaler(
     assert not any("batch" in t.name for t in run.of_type("aws:autoscaling/tag:Tag"))
     values = _release(run, "cluster-autoscaler").inputs["values"]
     assert not any("batch" in p for group in values.get("expanderPriorities", {}).values() for p in group)
+
+
+def test_the_kept_node_group_stays_exactly_as_it_was_whatever_the_migration_edits() -> None:
+    """The natural migration edits (more instance types for Karpenter, [SPOT, ON_DEMAND]) would replace a
+    group rebuilt from the pool's settings, and EKS force-terminates its nodes after 5 minutes. The kept
+    group and its launch template take every input from state instead (the engine's processIgnoreChanges
+    resets each key under "*" to the old inputs), so a preview of the migration replaces nothing."""
+    moving = {
+        **pins.POOLS["batch"],
+        "instanceTypes": ["g5g.xlarge", "g5g.2xlarge", "g5g.4xlarge"],
+        "karpenter": {
+            **pins.POOLS["batch"]["karpenter"],
+            "keepNodeGroup": True,
+            "capacityTypes": ["SPOT", "ON_DEMAND"],
+        },
+    }
+    moving.pop("capacityType", None)
+    _, run = pins.platform_run({"batch": moving})
+    kept = next(g for g in run.of_type(NODE_GROUP) if g.inputs["nodeGroupNamePrefix"] == "gpu-batch-")
+    template = next(
+        t for t in run.of_type("aws:ec2/launchTemplate:LaunchTemplate") if t.urn in kept.dependencies
+    )
+    assert kept.ignore_changes == ["*"] and template.ignore_changes == ["*"]
+    others = [g for g in run.of_type(NODE_GROUP) if g is not kept]
+    assert others and all(
+        g.ignore_changes != ["*"] for g in others
+    )  # a live pool's group follows its settings
 
 
 def test_an_existing_vpcs_private_subnets_get_the_discovery_tag() -> None:

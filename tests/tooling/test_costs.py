@@ -90,4 +90,4 @@ def test_a_karpenter_pool_costs_nothing_at_least_and_its_gpu_limit_at_most() -> 
     # burst: limit 8 time-sliced slots, 4 per node (its NodeOverlay) -> 2 nodes of the dearest type
     assert (burst.min_size, burst.max_size, burst.capacity_type) == (0, 2, "SPOT")
     assert burst.min_usd_per_hour == 0 and burst.max_usd_per_hour == pytest.approx(2 * 0.828)
-    assert (batch.max_size, batch.max_usd_per_hour) == (2, pytest.approx(2 * 0.556))
+    assert (batch.max_size, batch.max_usd_per_hour) == (2, pytest.approx(2 * 0.828))  # g5g.4xlarge

@@ -516,3 +516,27 @@ def test_a_field_not_known_during_preview_beside_the_pod_spec_leaves_it_judged(a
     response = crossguard.analyze_stack(analyzer, [("kubernetes:apps/v1:Deployment", "rogue", props)])
     failed = [d.message for d in response.diagnostics if crossguard.level(d) == "mandatory"]
     assert [m.splitlines()[-1].split(" requests ")[0] for m in failed] == ["rogue spec.template.spec"] * 2
+
+
+def test_a_two_gpu_container_that_can_land_on_a_time_sliced_pool_is_flagged_naming_the_pool() -> None:
+    """The scheduler admits it (2 of 4 slots), the autoscaler starts a node for it, and the device plugin
+    then refuses it there over and over (failRequestsGreaterThanOne): mandatory, naming the pool."""
+    from infra.tooling.policy_rules import gpus_beyond_a_sliced_pool
+    from infra.workloads.placement import GpuPool
+
+    sliced, whole = GpuPool("inference", 1, 4), GpuPool("training", 2)
+    contract = Placement(pools=(sliced, whole))
+    two = {
+        "containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 2}}}],
+        "tolerations": [contract.toleration()],
+    }
+    deployment = "kubernetes:apps/v1:Deployment"
+    (message,) = gpus_beyond_a_sliced_pool(deployment, _deployment(two), contract)
+    assert "pool 'inference'" in message and "asking for 2 nvidia.com/gpu" in message
+    on_training = {**two, "nodeSelector": {"eks-gpu/pool": "training"}}
+    assert gpus_beyond_a_sliced_pool(deployment, _deployment(on_training), contract) == []
+    one = {**two, "containers": [{"name": "m", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+    assert gpus_beyond_a_sliced_pool(deployment, _deployment(one), contract) == []
+    assert ("gpus-beyond-a-sliced-pool", "mandatory") in {
+        (v.rule, v.level) for v in check([(deployment, "raw", _deployment(two))], contract)
+    }

@@ -269,3 +269,48 @@ def test_the_placement_table_shows_every_pod_spec_of_a_custom_resource_by_its_pa
         "RayCluster/ray spec.workerGroupSpecs[0].template.spec",
     ]
     assert rows[1][1]["containers"][0]["name"] == "w"
+
+
+def _sized_run(memory: str, types: tuple[str, ...] = ("g5g.xlarge",)) -> tuple[object, list[object]]:
+    """A pool of ``types`` and a Deployment for it asking ``memory``."""
+    from infra.tooling.agents import declared_nodes
+    from infra.tooling.offline import Registration, Run
+
+    group = {
+        "instanceTypes": list(types),
+        "labels": {"GPU": "true", "eks-gpu/pool": "small"},
+        "taints": [{"key": "GPU", "value": "true", "effect": "NO_SCHEDULE"}],
+    }
+    pod = {
+        "nodeSelector": {"eks-gpu/pool": "small"},
+        "tolerations": [{"key": "GPU", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+        "containers": [
+            {"name": "m", "resources": {"requests": {"memory": memory}, "limits": {"nvidia.com/gpu": "1"}}}
+        ],
+    }
+    deployment = {"metadata": {"name": "model"}, "spec": {"template": {"spec": pod}}}
+    run = Run(
+        [
+            Registration("urn:g", "aws:eks/nodeGroup:NodeGroup", "gpu-small", "", True, "", False, group),
+            Registration("urn:d", "kubernetes:apps/v1:Deployment", "model", "", True, "", False, deployment),
+        ],
+        {},
+    )
+    return run, declared_nodes([(r.type, r.name, r.inputs) for r in run.resources])
+
+
+def test_a_pod_that_fits_the_instance_but_not_a_real_node_is_named_with_its_pool_and_request() -> None:
+    """Bad input (issue 33): a g5g.xlarge has 8 GiB, a real AL2023 node of it offers pods 7199Mi."""
+    from infra.tooling.preview import placement_table, size_notes
+
+    run, nodes = _sized_run("7500Mi")
+    (note,) = size_notes(run, nodes)
+    assert "Deployment/model cannot run on pool small: its largest type gpu-small/g5g.xlarge" in note
+    assert "requests memory 7500Mi, node offers 7199Mi" in note
+    assert "-" in placement_table(run, nodes)[1].split()[1:]
+    run, nodes = _sized_run("7000Mi")
+    assert size_notes(run, nodes) == []
+    # A bigger type in the pool holds it, but the autoscaler imagines the pool at zero as its smallest.
+    run, nodes = _sized_run("7500Mi", ("g5g.2xlarge", "g5g.xlarge"))
+    (note,) = size_notes(run, nodes)
+    assert "scales nothing from zero on pool small: its smallest type gpu-small/g5g.xlarge" in note

@@ -114,3 +114,20 @@ def test_a_gpu_pod_tolerates_an_nvidia_taint_through_eks_admission() -> None:
 def test_gt_reads_label_values_as_go_parseint_does(value: str, fits_gt_3: bool) -> None:
     """Found by review against kube-scheduler: Python's int() took '1_0' and values past int64."""
     assert match_expression({"key": "tier", "operator": "Gt", "values": ["3"]}, {"tier": value}) is fits_gt_3
+
+
+def test_cpu_and_memory_requests_count_as_the_scheduler_counts_them() -> None:
+    """A request, else the limit; containers add up, init containers one at a time."""
+    from fractions import Fraction
+
+    from infra.workloads.scheduling import request
+
+    pod = {
+        "initContainers": [{"name": "i", "resources": {"requests": {"memory": "6Gi"}}}],
+        "containers": [
+            {"name": "a", "resources": {"requests": {"memory": "1Gi", "cpu": "500m"}}},
+            {"name": "b", "resources": {"limits": {"memory": "2Gi", "cpu": "1"}}},
+        ],
+    }
+    assert request(pod, "memory") == 6 * 2**30
+    assert request(pod, "cpu") == Fraction(3, 2)

@@ -1,0 +1,108 @@
+"""What a node of an EC2 instance type offers pods on the EKS AL2023 AMIs: nodeadm's reserves. Pure.
+
+One source for the Cluster Autoscaler's zero-node template tags (node_pools.py), the preview's fit
+check (infra/tooling/agents.py) and the kwok nodes the tests register (localcluster/nodes.py), so a
+pool at zero is imagined as a real node will be. The autoscaler's own template is the instance's
+full size (cloudprovider/aws/aws_manager.go buildNodeFromTemplate, "TODO: use proper allocatable"):
+without the tags it starts a node for a pod that the node then cannot run.
+
+nodeadm (awslabs/amazon-eks-ami ``nodeadm/internal/kubelet/config.go``, commit 81fec2e8):
+``maxPods`` = ENIs x (IPv4 addresses per ENI - 1) + 2 (``eni_max_pods.go`` CalcMaxPods, from its
+``instance-info.jsonl``); kubeReserved memory 11 x maxPods + 255 MiB, CPU 6% of the first core, 1%
+of the second, 0.5% of the third and fourth, 0.25% of the rest (``getCPUMillicoresToReserve``);
+evictionHard ``memory.available: 100Mi``. No systemReserved is set. A real node reports a little less
+memory capacity than the instance's nominal size (the kernel keeps some); that is not modelled here,
+so these figures are an upper bound of what a real node offers (docs/platform.md, "Scale from zero").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM, X86_NVIDIA, InstanceType
+
+MIB = 1024 * 1024
+EVICTION_MEMORY_MIB = 100
+MEMORY_PER_POD_MIB, MEMORY_BASE_MIB = 11, 255
+# (upper bound of a CPU range in millicores, or None for the rest; reserved share in 1/10000)
+CPU_RESERVE_STEPS = ((1000, 600), (2000, 100), (4000, 50), (None, 25))
+
+# (default network card's ENIs, IPv4 addresses per ENI): nodeadm's instance-info.jsonl (same commit).
+ENI_LIMITS: dict[str, tuple[int, int]] = {
+    "g5g.xlarge": (4, 15), "g5g.2xlarge": (4, 15), "g5g.4xlarge": (8, 30), "g5g.8xlarge": (8, 30),
+    "g5g.16xlarge": (15, 50), "g5g.metal": (15, 50),
+    "t4g.medium": (3, 6), "t4g.large": (3, 12), "t4g.xlarge": (4, 15), "m7g.large": (3, 10),
+    "m7g.xlarge": (4, 15), "m8g.large": (3, 10), "c7g.large": (3, 10),
+    "g4dn.xlarge": (3, 10), "g5.xlarge": (4, 15), "g6.xlarge": (4, 15),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Allocatable:
+    """What the kubelet of one node reports as allocatable (and its capacity for CPU and memory)."""
+
+    cpu_millis: int
+    memory_mib: int
+    pods: int
+    capacity_cpu_millis: int
+    capacity_memory_mib: int
+
+    @property
+    def cpu(self) -> str:
+        return f"{self.cpu_millis}m"
+
+    @property
+    def memory(self) -> str:
+        return f"{self.memory_mib}Mi"
+
+
+def spec(instance_type: str) -> InstanceType:
+    """The listed facts of ``instance_type`` (KeyError naming it when unlisted)."""
+    for table in (ARM_NVIDIA, ARM_SYSTEM, X86_NVIDIA):
+        if instance_type in table:
+            return table[instance_type]
+    raise KeyError(f"no capacity known for instance type {instance_type!r}")
+
+
+def max_pods(instance_type: str) -> int:
+    enis, ips = ENI_LIMITS[instance_type]
+    return enis * (ips - 1) + 2
+
+
+def cpu_reserved_millis(total_millis: int) -> int:
+    reserved, start = 0, 0
+    for end, share in CPU_RESERVE_STEPS:
+        if total_millis > start:
+            reserved += (min(total_millis, end if end is not None else total_millis) - start) * share // 10000
+        start = end if end is not None else start
+    return reserved
+
+
+def memory_reserved_mib(pods: int) -> int:
+    """kubeReserved memory plus the hard eviction threshold: what allocatable lacks of capacity."""
+    return MEMORY_PER_POD_MIB * pods + MEMORY_BASE_MIB + EVICTION_MEMORY_MIB
+
+
+def allocatable(instance_type: str) -> Allocatable:
+    """What a node of ``instance_type`` offers pods after nodeadm's reserves."""
+    facts, pods = spec(instance_type), max_pods(instance_type)
+    cpu, memory = facts.vcpus * 1000, facts.memory_gib * 1024
+    return Allocatable(
+        cpu_millis=cpu - cpu_reserved_millis(cpu),
+        memory_mib=memory - memory_reserved_mib(pods),
+        pods=pods,
+        capacity_cpu_millis=cpu,
+        capacity_memory_mib=memory,
+    )
+
+
+def smallest(instance_types: list[str] | tuple[str, ...]) -> Allocatable:
+    """The least any node of these types offers, resource by resource: what a pool can promise."""
+    found = [allocatable(t) for t in instance_types]
+    return Allocatable(
+        cpu_millis=min(a.cpu_millis for a in found),
+        memory_mib=min(a.memory_mib for a in found),
+        pods=min(a.pods for a in found),
+        capacity_cpu_millis=min(a.capacity_cpu_millis for a in found),
+        capacity_memory_mib=min(a.capacity_memory_mib for a in found),
+    )
