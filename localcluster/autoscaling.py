@@ -67,12 +67,12 @@ def _boto3_credentials() -> dict[str, str]:
     }
 
 
-def start_moto(port: int | None = None) -> str:
-    """moto's server on loopback (``port`` or a free one); returns its endpoint."""
+def start_moto(port: int | None = None, name: str = MOTO) -> str:
+    """moto's server on loopback (``port`` or a free one) as service ``name``; returns its endpoint."""
     port = port or free_port()
     endpoint = f"http://{HOST}:{port}"
     services.start(
-        MOTO,
+        name,
         [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)],
         ready=lambda: _get(f"{endpoint}/moto-api/", tls=False) == 200,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from functools import partial
 
@@ -12,6 +13,8 @@ from localcluster import autoscaling, services
 from localcluster.aws_seed import SeededGroup, seed
 
 REGION = "us-west-2"
+# A moto of this test process's own: pytest-xdist runs other modules that start one beside it.
+OWN_MOTO = f"moto-test-{os.getpid()}"
 CLUSTER = "eks-gpu-platform-dev"
 
 
@@ -22,12 +25,12 @@ def dev() -> Run:
 
 @pytest.fixture(scope="module")
 def moto(dev: Run) -> Iterator[tuple[str, dict[str, SeededGroup]]]:
-    endpoint = autoscaling.start_moto()
+    endpoint = autoscaling.start_moto(name=OWN_MOTO)
     try:
         groups = seed(partial(autoscaling.boto3_client, endpoint, REGION), dev, REGION)
         yield endpoint, {g.registration: g for g in groups}
     finally:
-        services.stop(autoscaling.MOTO)
+        services.stop(OWN_MOTO)
 
 
 def test_each_pool_asg_has_ekss_tags_and_the_programs_own(dev: Run, moto) -> None:

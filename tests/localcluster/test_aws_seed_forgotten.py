@@ -5,6 +5,7 @@ Its own module: it starts moto itself, which would stop test_aws_seed's module-s
 
 from __future__ import annotations
 
+import os
 from functools import partial
 
 import pytest
@@ -14,6 +15,8 @@ from localcluster import autoscaling, services
 from localcluster.aws_seed import seed
 
 REGION = "us-west-2"
+# A moto of this test process's own: pytest-xdist runs other modules that start one beside it.
+OWN_MOTO = f"moto-test-{os.getpid()}"
 CLUSTER = "eks-gpu-platform-dev"
 
 
@@ -26,7 +29,7 @@ def test_a_world_without_describe_nodegroup_keeps_the_asgs_and_their_template_ta
     """``running(describe_nodegroup=False)``: DescribeNodegroup fails as when denied; the ASG tags stay."""
     from botocore.exceptions import ClientError
 
-    endpoint = autoscaling.start_moto()
+    endpoint = autoscaling.start_moto(name=OWN_MOTO)
     try:
         client = partial(autoscaling.boto3_client, endpoint, REGION)
         groups = seed(client, dev, REGION)
@@ -42,4 +45,4 @@ def test_a_world_without_describe_nodegroup_keeps_the_asgs_and_their_template_ta
         assert tags["k8s.io/cluster-autoscaler/node-template/label/eks-gpu/pool"] == "inference"
         assert tags["k8s.io/cluster-autoscaler/node-template/resources/memory"] == "7199Mi"
     finally:
-        services.stop(autoscaling.MOTO)
+        services.stop(OWN_MOTO)
