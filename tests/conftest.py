@@ -41,15 +41,11 @@ def system_node(name: str = "system", **labels: str) -> Node:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests under tests/cluster/ are marked ``cluster`` and run on one xdist worker, in order (one
-    local control plane per session); any other module goes whole to one worker."""
+    """Tests under tests/cluster/ are marked ``cluster``: bin/test runs them in one process, after the
+    others (which it spreads over workers), since they share one local control plane."""
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        if module.startswith("tests/cluster/"):
+        if item.nodeid.startswith("tests/cluster/"):
             item.add_marker(pytest.mark.cluster)
-            item.add_marker(pytest.mark.xdist_group("cluster"))
-        else:
-            item.add_marker(pytest.mark.xdist_group(module))
 
 
 @pytest.fixture
