@@ -66,7 +66,9 @@ def spot_role(
     if action != "create":
         pulumi.log.warn(action)
         return []
-    keep = pulumi.ResourceOptions(retain_on_delete=True)
+    # Kept on destroy (account-wide, other stacks may use it); never protected, even under a protected
+    # platform: once it exists the next run stops declaring it, and a protected resource cannot be dropped.
+    keep = pulumi.ResourceOptions(retain_on_delete=True, protect=False)
     return [
         aws.iam.ServiceLinkedRole(
             name, aws_service_name=SERVICE, opts=pulumi.ResourceOptions.merge(opts, keep)

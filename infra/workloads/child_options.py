@@ -6,6 +6,7 @@ docs/components.md, "Resource options".
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -98,3 +99,14 @@ def for_main_child(
     if theirs is not None or delete_before_replace is not None:
         result["delete_before_replace"] = theirs if theirs is not None else delete_before_replace
     return result
+
+
+def for_component(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions | None:
+    """The component's own options: ``hooks`` go to the main child only, since the engine runs a
+    component's hooks too (pkg/v3 v3.276.0 ``step.go``: RunHooks before the Custom check) and they
+    would fire twice."""
+    if opts is None or not getattr(opts, "hooks", None):
+        return opts
+    own = copy.copy(opts)
+    own.hooks = None
+    return own

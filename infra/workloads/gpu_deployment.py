@@ -77,7 +77,7 @@ class GpuDeployment(pulumi.ComponentResource):
         eager = component.place_now(owner, args, SPEC_ARGS, place)
         args = images.check_workload_images(owner, args, SPEC_ARGS)
 
-        super().__init__(TYPE_TOKEN, resource_name, None, opts)
+        super().__init__(TYPE_TOKEN, resource_name, None, child_options.for_component(opts))
         spec = component.place_final(owner, args, SPEC_ARGS, place, eager)
         main = child_options.for_main_child(opts, ignore_changes=[REPLICAS] if args.autoscaled else [])
         self.deployment = k8s.apps.v1.Deployment(

@@ -87,7 +87,7 @@ class GpuJob(pulumi.ComponentResource):
         metadata = _job_metadata(owner, args, component.late_timeout_check(timeouts_given.annotated))
         args = images.check_workload_images(owner, args, SPEC_ARGS)
 
-        super().__init__(TYPE_TOKEN, resource_name, None, opts)
+        super().__init__(TYPE_TOKEN, resource_name, None, child_options.for_component(opts))
         child = pulumi.ResourceOptions(
             parent=self,
             custom_timeouts=timeouts,
