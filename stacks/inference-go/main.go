@@ -4,6 +4,8 @@
 package main
 
 import (
+	"encoding/json"
+
 	"example.com/pulumi-eks-gpu/sdk/go/eksgpu"
 	k8s "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
@@ -21,10 +23,16 @@ func main() {
 		if err != nil {
 			return err
 		}
-		// Talk to the platform's cluster with the kubeconfig it exports (a secret).
-		provider, err := k8s.NewProvider(ctx, "platform", &k8s.ProviderArgs{
-			Kubeconfig: pulumi.StringOutput(platform.GetOutput(pulumi.String("kubeconfig")).AsStringOutput()),
-		})
+		// Talk to the platform's cluster with the kubeconfig it exports (a secret): pulumi-eks exports
+		// it as an object, so a non-string is sent as its JSON (which is YAML too).
+		kubeconfig := platform.GetOutput(pulumi.String("kubeconfig")).ApplyT(func(v interface{}) (string, error) {
+			if text, ok := v.(string); ok {
+				return text, nil
+			}
+			encoded, err := json.Marshal(v)
+			return string(encoded), err
+		}).(pulumi.StringOutput)
+		provider, err := k8s.NewProvider(ctx, "platform", &k8s.ProviderArgs{Kubeconfig: kubeconfig})
 		if err != nil {
 			return err
 		}

@@ -110,5 +110,5 @@ new k8s.networking.v1.NetworkPolicy(
 export const deployment = server.name;
 export const namespace = server.namespace;
 // The component's own Deployment, a resource of this program: its status as the cluster reports it.
-export const readyReplicas = server.deployment.apply((d) => d.status.readyReplicas);
+export const readyReplicas = server.deployment.apply((d) => d.status).apply((s) => s.readyReplicas);
 export const service = tritonService.metadata.name;
