@@ -15,6 +15,7 @@ from localcluster.aws_seed import SeededGroup, seed
 REGION = "us-west-2"
 # A moto of this test process's own: pytest-xdist runs other modules that start one beside it.
 OWN_MOTO = f"moto-test-{os.getpid()}"
+FORGETFUL_MOTO = f"{OWN_MOTO}-forgetful"  # beside the module's own, which it must not stop
 CLUSTER = "eks-gpu-platform-dev"
 
 
@@ -68,3 +69,26 @@ def test_each_node_group_is_the_declared_one(dev: Run, moto) -> None:
         assert group["taints"] == inputs.get("taints", [])
         assert group["tags"] == (inputs.get("tags") or {})
         assert group["capacityType"] == inputs["capacityType"]
+
+
+def test_a_world_without_describe_nodegroup_keeps_the_asgs_and_their_template_tags(dev: Run) -> None:
+    """``running(describe_nodegroup=False)``: DescribeNodegroup fails as when denied; the ASG tags stay."""
+    from botocore.exceptions import ClientError
+
+    endpoint = autoscaling.start_moto(name=FORGETFUL_MOTO)
+    try:
+        client = partial(autoscaling.boto3_client, endpoint, REGION)
+        groups = seed(client, dev, REGION)
+        autoscaling.forget_node_groups(client, groups)
+        inference = next(g for g in groups if g.registration == "gpu-platform-gpu-inference")
+        with pytest.raises(ClientError, match="ResourceNotFoundException"):
+            client("eks").describe_nodegroup(clusterName=CLUSTER, nodegroupName=inference.node_group)
+        (asg,) = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[inference.asg])[
+            "AutoScalingGroups"
+        ]
+        tags = {t["Key"]: t["Value"] for t in asg["Tags"]}
+        assert tags["k8s.io/cluster-autoscaler/node-template/taint/GPU"] == "true:NoSchedule"
+        assert tags["k8s.io/cluster-autoscaler/node-template/label/eks-gpu/pool"] == "inference"
+        assert tags["k8s.io/cluster-autoscaler/node-template/resources/memory"] == "7199Mi"
+    finally:
+        services.stop(FORGETFUL_MOTO)
