@@ -139,6 +139,7 @@ class Registration:
     """As the program set it; None when it left it to the provider."""
     custom_timeouts: tuple[str, str, str] = ("", "", "")
     """(create, update, delete) the program asked for; "" where it asked for none."""
+    additional_secret_outputs: list[str] = field(default_factory=list)
     retain_on_delete: bool = False
     deleted_with: str = ""
     """The URN of the resource whose deletion this one's goes with; "" for none."""
@@ -216,6 +217,7 @@ class _Monitor(MockMonitor):
                         request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None
                     ),
                     custom_timeouts=(timeouts.create, timeouts.update, timeouts.delete),
+                    additional_secret_outputs=list(request.additionalSecretOutputs),
                     retain_on_delete=request.retainOnDelete,
                     deleted_with=request.deletedWith,
                 )

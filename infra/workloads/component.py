@@ -138,8 +138,8 @@ def user_timeouts(args: Any, opts: pulumi.ResourceOptions | None) -> UserTimeout
     """The timeouts the user asked for: ``create_timeout``/... args, ``opts.custom_timeouts`` and the
     ``pulumi.com/timeoutSeconds`` annotation in ``args.metadata`` (all three operations).
 
-    The args exist because the component provider drops ``customTimeouts`` from other
-    languages (``tests/provider/test_sdk_limits.py``). One timeout given two ways with
+    The args exist because the SDK's component server drops ``customTimeouts`` from other
+    languages (the package's server reads them again: ``provider/construct_options.py``). One timeout given two ways with
     different values is refused rather than one silently winning.
     """
     given = opts.custom_timeouts if opts else None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi.provider
+import pulumi.provider.server
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.provider import ConstructResult
@@ -24,19 +25,23 @@ from infra.tooling.offline import Run, run_program
 
 ROOT = Path(__file__).resolve().parents[2]
 PROVIDER_DIR = ROOT / "provider"
+SERVED: dict[str, Any] = {}
+"""What ``provider/__main__.py`` serves: ``servicer``, the class its server answers Construct with."""
 
 
 @pytest.fixture(scope="session")
 def provider() -> Iterator[ComponentProvider]:
-    """The provider ``provider/__main__.py`` builds, captured where the host would start serving it."""
+    """The provider ``provider/__main__.py`` builds, captured where the host would start serving it
+    (with the servicer it would serve it with, in :data:`SERVED`)."""
     captured: list[ComponentProvider] = []
-    saved_main = pulumi.provider.main
+    saved_main, saved_servicer = pulumi.provider.main, pulumi.provider.server.ProviderServicer
     sys.path.insert(0, str(PROVIDER_DIR))
     pulumi.provider.main = lambda served, args: captured.append(served)
     try:
         runpy.run_path(str(PROVIDER_DIR / "__main__.py"), run_name="__main__")
+        SERVED["servicer"] = pulumi.provider.server.ProviderServicer
     finally:
-        pulumi.provider.main = saved_main
+        pulumi.provider.main, pulumi.provider.server.ProviderServicer = saved_main, saved_servicer
         sys.path.remove(str(PROVIDER_DIR))
     assert len(captured) == 1, "provider/__main__.py did not serve a provider with pulumi.provider.main"
     yield captured[0]
@@ -63,7 +68,7 @@ def construct(
     back through the SDK's own provider server, so numbers arrive as floats and every
     input with ``dependencies`` (URNs it depends on, as the engine tracks for, e.g.,
     a StackReference output) arrives wrapped in an Output, exactly as in ``pulumi up``.
-    The resource options come from ``request`` as the SDK's server reads them (none without).
+    The resource options come from ``request`` as the package's server reads them (none without).
     """
 
     async def engine_inputs() -> dict[str, Any]:
@@ -74,7 +79,7 @@ def construct(
         }
         return await ProviderServicer._construct_inputs(struct, deps)
 
-    opts = ProviderServicer._construct_options(request) if request is not None else None
+    opts = SERVED["servicer"]._construct_options(request) if request is not None else None
     return provider.construct(name, type_token, _sync_await(engine_inputs()), opts)
 
 

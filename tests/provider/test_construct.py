@@ -322,6 +322,24 @@ def test_resource_options_of_a_yaml_or_typescript_stack_reach_the_children(
     assert budget.ignore_changes == []
 
 
+def test_the_options_the_sdks_server_drops_reach_the_deployment_too(provider: ComponentProvider) -> None:
+    """customTimeouts, deleteBeforeReplace and additionalSecretOutputs from a YAML, TypeScript or Go
+    stack: pulumi 3.272.0's server leaves them out of the component's options
+    (test_sdk_limits.py); the package's server reads them, and the component hands them on."""
+    request = proto.ConstructRequest(
+        customTimeouts=proto.ConstructRequest.CustomTimeouts(create="90m", delete="5m"),
+        deleteBeforeReplace=True,
+        additionalSecretOutputs=["status"],
+    )
+    run, _ = declare(provider, GPU_DEPLOYMENT, "llm", typescript_inputs(), request=request)
+    deployment = run.one("kubernetes:apps/v1:Deployment", "llm")
+    assert deployment.custom_timeouts == ("90m", "30m", "5m")
+    assert deployment.delete_before_replace is True
+    assert deployment.additional_secret_outputs == ["status"]
+    budget = run.one("kubernetes:policy/v1:PodDisruptionBudget", "llm")
+    assert (budget.delete_before_replace, budget.additional_secret_outputs) == (None, [])
+
+
 def test_a_timeout_seconds_annotation_beside_a_namespace_from_another_resource_names_the_timeout_inputs(
     provider: ComponentProvider,
 ) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.runtime import proto
 
 from infra.tooling.offline import Run, platform_outputs
 from infra.workloads.gpu_job import SKIP_AWAIT
@@ -295,3 +296,14 @@ def test_replace_unready_without_a_deadline_is_refused(provider: ComponentProvid
     del inputs["spec"]["activeDeadlineSeconds"]
     with pytest.raises(Exception, match=r"replace_unready=True needs spec.activeDeadlineSeconds"):
         build(provider, inputs)
+
+
+def test_a_request_without_the_options_the_sdk_drops_leaves_the_jobs_own_defaults(
+    provider: ComponentProvider,
+) -> None:
+    """Unset in the request (proto3's zero values) is unset for the component, not False or empty:
+    the Job keeps deleteBeforeReplace (GpuJob's default) and no secret outputs."""
+    run, _ = declare(provider, GPU_JOB, "train", typescript_inputs(), request=proto.ConstructRequest())
+    job = run.one("kubernetes:batch/v1:Job", "train")
+    assert job.delete_before_replace is True
+    assert (job.additional_secret_outputs, job.custom_timeouts[0]) == ([], "60m")

@@ -1,0 +1,49 @@
+"""Every resource option a YAML, TypeScript or Go stack gives a component reaches the component.
+
+The SDK's component server (pulumi 3.272.0 ``provider/server.py``, ``_construct_options``) reads
+most options from the engine's ConstructRequest, but builds ``customTimeouts`` and drops them, and
+never reads ``additionalSecretOutputs`` or ``deleteBeforeReplace``. :class:`Servicer` reads those
+three too; the component then hands them on as it does from Python
+(``infra.workloads.child_options``). ``hideDiffs`` has no field in the request: the engine keeps it
+for the component's own diff, and the docs say so. Why this leans on SDK internals: decision 0030.
+"""
+
+from typing import Any
+
+import pulumi
+import pulumi.provider
+from pulumi.provider import server
+from pulumi.runtime import proto
+
+_SDK_SERVICER = server.ProviderServicer
+"""The SDK's own servicer, captured before :func:`serve` puts :class:`Servicer` in its place."""
+
+
+class Servicer(_SDK_SERVICER):
+    """The SDK's servicer, reading the three options its ``_construct_options`` leaves out."""
+
+    @staticmethod
+    def _construct_options(request: proto.ConstructRequest) -> pulumi.ResourceOptions:
+        opts = _SDK_SERVICER._construct_options(request)
+        timeouts = request.customTimeouts
+        if timeouts.create or timeouts.update or timeouts.delete:
+            opts.custom_timeouts = pulumi.CustomTimeouts(
+                create=timeouts.create or None,
+                update=timeouts.update or None,
+                delete=timeouts.delete or None,
+            )
+        if request.additionalSecretOutputs:
+            opts.additional_secret_outputs = list(request.additionalSecretOutputs)
+        if request.deleteBeforeReplace:
+            opts.delete_before_replace = True
+        return opts
+
+
+def serve(provider: Any, args: list[str]) -> None:
+    """Serve ``provider`` as ``pulumi.provider.main`` does, with :class:`Servicer` answering Construct.
+
+    ``main`` builds its servicer from the module's ``ProviderServicer`` when called, so that name
+    is pointed at ours first: the only way in, since ``main`` takes no servicer.
+    """
+    server.ProviderServicer = Servicer
+    pulumi.provider.main(provider, args)
