@@ -14,8 +14,8 @@ Kubernetes package's own types and resources, and construction is the real compo
 - descriptions come from the analysed class's own source: the fields both components take are
   declared once (``_WorkloadArgs``) and ``package_schema`` describes them from there, in each
   component's words (``_words``);
-- numbers arrive as floats (:func:`infra.workloads.wire.whole_numbers`), and ``customTimeouts`` never arrive, so
-  the timeouts are inputs.
+- numbers arrive as floats (:func:`infra.workloads.wire.whole_numbers`); the SDK's server drops
+  ``customTimeouts`` (``construct_options`` reads them back), and the timeouts are inputs too.
 
 :mod:`infra.workloads` (and with it ``pulumi_kubernetes``) is imported on the first Construct,
 not here: the CLI also starts this plugin only to read its schema (a YAML program is
@@ -61,7 +61,7 @@ class _WorkloadArgs(TypedDict):
     check_image_architecture: NotRequired[bool]
     """Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true)."""
     create_timeout: NotRequired[str]
-    """How long `pulumi up` waits for {create_wait} on create, as a duration ("90m", "2h"; default {wait_default}). Use this rather than the customTimeouts resource option, which the component provider does not pass on (pulumi 3.272.0)."""
+    """How long `pulumi up` waits for {create_wait} on create, as a duration ("90m", "2h"; default {wait_default}). The customTimeouts resource option does the same: give one or the other."""
     update_timeout: NotRequired[str]
     """How long `pulumi up` waits for {update_wait}, as a duration (default {wait_default})."""
     delete_timeout: NotRequired[str]

@@ -223,31 +223,60 @@ def test_a_relative_pack_path_is_run_from_the_projects_folder(tmp_path: Path) ->
         stack.remove()
 
 
-MISMATCHED = {
+SERVER_SPEC = {
+    "selector": {"matchLabels": {"app": "server"}},
+    "template": {
+        "metadata": {"labels": {"app": "server"}},
+        "spec": {"containers": [{"name": "m", "image": "nvcr.io/nvidia/tritonserver:24.08-py3"}]},
+    },
+}
+# Its pods get example.com/accelerator=nvidia; the stack declares GPU=true (its placement output).
+OTHER_CONTRACT = {"key": "example.com/accelerator", "value": "nvidia"}
+STACK_CONTRACT = {"key": "GPU", "value": "true"}
+MISMATCHED_YAML = {
     "name": "construct-children",
     "runtime": "yaml",
     "packages": {"eks-gpu": str(PLATFORM_ROOT / "provider")},
     "resources": {
-        # Its pods get example.com/accelerator=nvidia; the stack declares GPU=true (its placement output).
         "server": {
             "type": "eks-gpu:GpuDeployment",
             "properties": {
                 "metadata": {"namespace": "default"},
-                "spec": {
-                    "selector": {"matchLabels": {"app": "server"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "server"}},
-                        "spec": {
-                            "containers": [{"name": "m", "image": "nvcr.io/nvidia/tritonserver:24.08-py3"}]
-                        },
-                    },
-                },
-                "placement": {"key": "example.com/accelerator", "value": "nvidia"},
+                "spec": SERVER_SPEC,
+                "placement": OTHER_CONTRACT,
             },
         }
     },
-    "outputs": {"placement": {"key": "GPU", "value": "true"}},
+    "outputs": {"placement": STACK_CONTRACT},
 }
+MISMATCHED_TYPESCRIPT = f"""
+import * as eksGpu from "@pulumi/eks-gpu";
+
+new eksGpu.GpuDeployment("server", {{
+    metadata: {{ namespace: "default" }},
+    spec: {json.dumps(SERVER_SPEC)},
+    placement: {json.dumps(OTHER_CONTRACT)},
+}});
+export const placement = {json.dumps(STACK_CONTRACT)};
+"""
+TS_PROJECT = PLATFORM_ROOT / "stacks" / "inference-ts"
+"""Whose node_modules (the generated SDK, @pulumi/pulumi, ts-node) the TypeScript program uses, linked."""
+
+
+def _mismatched_project(language: str, root: Path) -> str:
+    """A project outside the checkout whose one GpuDeployment places its pods for another contract
+    than the stack declares, in ``language``; returns the project's name."""
+    if language == "yaml":
+        (root / "Pulumi.yaml").write_text(json.dumps(MISMATCHED_YAML))
+        return MISMATCHED_YAML["name"]
+    name = "construct-children-ts"
+    project = {"name": name, "runtime": "nodejs", "packages": {"eks-gpu": str(PLATFORM_ROOT / "provider")}}
+    (root / "Pulumi.yaml").write_text(json.dumps(project))
+    (root / "index.ts").write_text(MISMATCHED_TYPESCRIPT)
+    options = {"strict": True, "target": "es2020", "module": "commonjs", "moduleResolution": "node"}
+    (root / "tsconfig.json").write_text(json.dumps({"compilerOptions": options, "files": ["index.ts"]}))
+    (root / "node_modules").symlink_to(TS_PROJECT / "node_modules")
+    return name
 
 
 def _json_objects(text: str) -> list[dict]:
@@ -260,14 +289,15 @@ def _json_objects(text: str) -> list[dict]:
     return found
 
 
+@pytest.mark.parametrize("language", ["yaml", "typescript"])
 def test_children_made_through_construct_are_judged_on_their_own_urn(
-    kube: Kube, platform: Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kube: Kube, platform: Stack, language: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A YAML program's GpuDeployment, constructed by the eks-gpu package's plugin: its child Deployment
-    is placed for another contract than the stack declares, and the pack fails it on the child's URN
-    (read from the engine's events: `preview --json` streams them with PULUMI_ENABLE_STREAMING_JSON_PREVIEW,
-    as `pulumi preview --help` says)."""
-    (tmp_path / "Pulumi.yaml").write_text(json.dumps(MISMATCHED))
+    """A YAML or TypeScript program's GpuDeployment, constructed by the eks-gpu package's plugin: its
+    child Deployment is placed for another contract than the stack declares, and the pack fails it on
+    the child's URN (read from the engine's events: `preview --json` streams them with
+    PULUMI_ENABLE_STREAMING_JSON_PREVIEW, as `pulumi preview --help` says)."""
+    name = _mismatched_project(language, tmp_path)
     # kwok never pulls the image, and no test reaches a registry: the arm64 check is off, as in stacks/.
     (tmp_path / f"Pulumi.{STACK}.yaml").write_text(json.dumps({"config": {"eks-gpu:imageCheck": "off"}}))
     stack = Stack(tmp_path, STACK)
@@ -280,6 +310,6 @@ def test_children_made_through_construct_are_judged_on_their_own_urn(
     assert result.returncode != 0, _output(result)
     policy = [e["policyEvent"] for e in _json_objects(result.stdout) if "policyEvent" in e]
     failed = {(e["policyName"], e["resourceUrn"]) for e in policy if e["enforcementLevel"] == "mandatory"}
-    child = "urn:pulumi:local::construct-children::eks-gpu:index:GpuDeployment$kubernetes:apps/v1:Deployment::server"
+    child = f"urn:pulumi:local::{name}::eks-gpu:index:GpuDeployment$kubernetes:apps/v1:Deployment::server"
     assert failed == {("gpu-workload-placement", child)}, _output(result)
     assert any("add the toleration {'key': 'GPU'" in e["message"] for e in policy), policy
