@@ -104,7 +104,7 @@ def _resources(instance_type: str, gpus: int) -> dict[str, str]:
     """A type's resources as kwok's provider reads them: nodeadm's allocatable (allocatable.py) plus
     kwok's own overhead, so the nodes Karpenter launches offer pods what a real AL2023 node does
     (their capacity is understated by the reserves; pods are scheduled on allocatable)."""
-    offered = allocatable(instance_type)
+    offered = allocatable(instance_type, managed_node_group=False)
     return {
         "cpu": f"{offered.cpu_millis + KWOK_OVERHEAD_MILLICPU}m",
         "memory": f"{offered.memory_mib + KWOK_OVERHEAD_MIB}Mi",

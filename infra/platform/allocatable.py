@@ -10,9 +10,16 @@ nodeadm (awslabs/amazon-eks-ami ``nodeadm/internal/kubelet/config.go``, commit 8
 ``maxPods`` = ENIs x (IPv4 addresses per ENI - 1) + 2 (``eni_max_pods.go`` CalcMaxPods, from its
 ``instance-info.jsonl``); kubeReserved memory 11 x maxPods + 255 MiB, CPU 6% of the first core, 1%
 of the second, 0.5% of the third and fourth, 0.25% of the rest (``getCPUMillicoresToReserve``);
-evictionHard ``memory.available: 100Mi``. No systemReserved is set. A real node reports a little less
-memory capacity than the instance's nominal size (the kernel keeps some); that is not modelled here,
-so these figures are an upper bound of what a real node offers (docs/platform.md, "Scale from zero").
+evictionHard ``memory.available: 100Mi``. No systemReserved is set.
+
+Two facts nodeadm does not hold: a managed node group's bootstrap caps ``maxPods`` at 110 below 31
+vCPUs and 250 above (the EKS AMI's ``max-pods-calculator.sh``, whose recommended value managed node
+groups use; Karpenter's nodes are not capped: it passes the ENI figure), and a real node's memory
+capacity is less than the instance's nominal size (the kernel and firmware keep some). For the latter
+this takes the estimate Karpenter's AWS provider launches with (``--vm-memory-overhead-percent``,
+default 0.075), so both provisioners, the autoscaler's template and the tests' nodes agree; real nodes
+keep about 5% (docs/platform.md, "Scale from zero"), so the figures err on the side of starting no
+node that cannot run the pod.
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ from dataclasses import dataclass
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM, X86_NVIDIA, InstanceType
 
 MIB = 1024 * 1024
+VM_MEMORY_OVERHEAD = 0.075  # karpenter-provider-aws --vm-memory-overhead-percent default
+# max-pods-calculator.sh: MAX_POD_CEILING_FOR_LOW_CPU / _HIGH_CPU, split at more than 30 vCPUs
+MANAGED_MAX_PODS_LOW_CPU, MANAGED_MAX_PODS_HIGH_CPU, MANAGED_HIGH_CPU_ABOVE = 110, 250, 30
 EVICTION_MEMORY_MIB = 100
 MEMORY_PER_POD_MIB, MEMORY_BASE_MIB = 11, 255
 # (upper bound of a CPU range in millicores, or None for the rest; reserved share in 1/10000)
@@ -64,9 +74,24 @@ def spec(instance_type: str) -> InstanceType:
     raise KeyError(f"no capacity known for instance type {instance_type!r}")
 
 
-def max_pods(instance_type: str) -> int:
+def eni_max_pods(instance_type: str) -> int:
+    """nodeadm's and Karpenter's figure: ENIs x (IPv4 addresses per ENI - 1) + 2."""
     enis, ips = ENI_LIMITS[instance_type]
     return enis * (ips - 1) + 2
+
+
+def max_pods(instance_type: str, *, managed_node_group: bool = True) -> int:
+    """The kubelet's maxPods: the ENI figure, capped by vCPUs on a managed node group's node."""
+    pods = eni_max_pods(instance_type)
+    if not managed_node_group:
+        return pods
+    high_cpu = spec(instance_type).vcpus > MANAGED_HIGH_CPU_ABOVE
+    return min(pods, MANAGED_MAX_PODS_HIGH_CPU if high_cpu else MANAGED_MAX_PODS_LOW_CPU)
+
+
+def memory_capacity_mib(instance_type: str) -> int:
+    """What a node of the type reports as memory capacity: the nominal size less the VM's overhead."""
+    return int(spec(instance_type).memory_gib * 1024 * (1 - VM_MEMORY_OVERHEAD))
 
 
 def cpu_reserved_millis(total_millis: int) -> int:
@@ -83,10 +108,11 @@ def memory_reserved_mib(pods: int) -> int:
     return MEMORY_PER_POD_MIB * pods + MEMORY_BASE_MIB + EVICTION_MEMORY_MIB
 
 
-def allocatable(instance_type: str) -> Allocatable:
-    """What a node of ``instance_type`` offers pods after nodeadm's reserves."""
-    facts, pods = spec(instance_type), max_pods(instance_type)
-    cpu, memory = facts.vcpus * 1000, facts.memory_gib * 1024
+def allocatable(instance_type: str, *, managed_node_group: bool = True) -> Allocatable:
+    """What a node of ``instance_type`` offers pods after nodeadm's reserves; ``managed_node_group``
+    False for a node Karpenter launches (no maxPods cap)."""
+    pods = max_pods(instance_type, managed_node_group=managed_node_group)
+    cpu, memory = spec(instance_type).vcpus * 1000, memory_capacity_mib(instance_type)
     return Allocatable(
         cpu_millis=cpu - cpu_reserved_millis(cpu),
         memory_mib=memory - memory_reserved_mib(pods),

@@ -56,10 +56,10 @@ def chosen(run: Autoscaling) -> set[str]:
 def test_a_pod_that_fits_the_instance_but_not_a_real_node_scales_nothing_and_the_autoscaler_says_why(
     kube: Kube, dev: Run, namespace: str
 ) -> None:
-    """A g5g.xlarge has 8 GiB; a real node offers pods 7199Mi. With the template at the instance's size
+    """A g5g.xlarge has 8 GiB; a real node offers pods 6584Mi. With the template at the instance's size
     the autoscaler started a node the pod could then not run on, paid for until scale-down."""
     with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
-        kube.apply(pod("too-big", gpus=1, pool="inference", memory="7500Mi"), namespace)
+        kube.apply(pod("too-big", gpus=1, pool="inference", memory="7000Mi"), namespace)
         said = wait_for(
             "the autoscaler's NotTriggerScaleUp event",
             lambda: events(kube, namespace, "too-big", "NotTriggerScaleUp"),

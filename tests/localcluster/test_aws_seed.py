@@ -89,6 +89,6 @@ def test_a_world_without_describe_nodegroup_keeps_the_asgs_and_their_template_ta
         tags = {t["Key"]: t["Value"] for t in asg["Tags"]}
         assert tags["k8s.io/cluster-autoscaler/node-template/taint/GPU"] == "true:NoSchedule"
         assert tags["k8s.io/cluster-autoscaler/node-template/label/eks-gpu/pool"] == "inference"
-        assert tags["k8s.io/cluster-autoscaler/node-template/resources/memory"] == "7199Mi"
+        assert tags["k8s.io/cluster-autoscaler/node-template/resources/memory"] == "6584Mi"
     finally:
         services.stop(FORGETFUL_MOTO)

@@ -43,7 +43,7 @@ def test_pool_asgs_get_only_tags_eks_does_not_set() -> None:
         "k8s.io/cluster-autoscaler/node-template/label/nvidia.com/device-plugin.config": "inference",
         "k8s.io/cluster-autoscaler/node-template/taint/GPU": "true:NoSchedule",
         "k8s.io/cluster-autoscaler/node-template/resources/cpu": "3920m",
-        "k8s.io/cluster-autoscaler/node-template/resources/memory": "7199Mi",
+        "k8s.io/cluster-autoscaler/node-template/resources/memory": "6584Mi",
         "k8s.io/cluster-autoscaler/node-template/resources/pods": "58",
         "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage": "88Gi",
         "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": "4",
@@ -53,7 +53,7 @@ def test_pool_asgs_get_only_tags_eks_does_not_set() -> None:
 def test_a_pool_of_several_types_promises_what_its_smallest_node_offers() -> None:
     """The template must hold for every node the group may launch: the least allocatable of its types."""
     tags = asg_tags(CONTRACT, INFERENCE, ("g5g.2xlarge", "g5g.xlarge"), 100)
-    assert tags["k8s.io/cluster-autoscaler/node-template/resources/memory"] == "7199Mi"
+    assert tags["k8s.io/cluster-autoscaler/node-template/resources/memory"] == "6584Mi"
     assert tags["k8s.io/cluster-autoscaler/node-template/resources/cpu"] == "3920m"
 
 

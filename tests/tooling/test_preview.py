@@ -300,15 +300,15 @@ def _sized_run(memory: str, types: tuple[str, ...] = ("g5g.xlarge",)) -> tuple[o
 
 
 def test_a_pod_that_fits_the_instance_but_not_a_real_node_is_named_with_its_pool_and_request() -> None:
-    """Bad input (issue 33): a g5g.xlarge has 8 GiB, a real AL2023 node of it offers pods 7199Mi."""
+    """Bad input (issue 33): a g5g.xlarge has 8 GiB, a real AL2023 node of it offers pods 6584Mi."""
     from infra.tooling.preview import placement_table, size_notes
 
-    run, nodes = _sized_run("7500Mi")
+    run, nodes = _sized_run("7000Mi")
     (note,) = size_notes(run, nodes)
     assert "Deployment/model cannot run on pool small: its largest type gpu-small/g5g.xlarge" in note
-    assert "requests memory 7500Mi, node offers 7199Mi" in note
+    assert "requests memory 7000Mi, node offers 6584Mi" in note
     assert "-" in placement_table(run, nodes)[1].split()[1:]
-    run, nodes = _sized_run("7000Mi")
+    run, nodes = _sized_run("6500Mi")
     assert size_notes(run, nodes) == []
     # A bigger type in the pool holds it, but the autoscaler imagines the pool at zero as its smallest.
     run, nodes = _sized_run("7500Mi", ("g5g.2xlarge", "g5g.xlarge"))
