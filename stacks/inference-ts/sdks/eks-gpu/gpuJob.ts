@@ -85,7 +85,7 @@ export interface GpuJobArgs {
      */
     checkImageArchitecture?: boolean;
     /**
-     * How long `pulumi up` waits for the Job to complete on create, as a duration ("90m", "2h"; default 60m). Use this rather than the customTimeouts resource option, which the component provider does not pass on (pulumi 3.272.0).
+     * How long `pulumi up` waits for the Job to complete on create, as a duration ("90m", "2h"; default 60m). The customTimeouts resource option does the same: give one or the other.
      */
     createTimeout?: string;
     /**
