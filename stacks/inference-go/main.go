@@ -55,8 +55,9 @@ func main() {
 		}
 		ctx.Export("deployment", server.Name)
 		ctx.Export("namespace", server.Namespace)
-		// The component's own Deployment, a resource of this program: its status as the cluster reports it.
-		ctx.Export("readyReplicas", server.Deployment.Status().ReadyReplicas())
+		// The component's own Deployment, a resource of this program: its status as pulumi-kubernetes
+		// recorded it when its wait ended (docs/components.md, "Outputs").
+		ctx.Export("updatedReplicas", server.Deployment.Status().UpdatedReplicas())
 		return nil
 	})
 }

@@ -109,6 +109,7 @@ new k8s.networking.v1.NetworkPolicy(
 
 export const deployment = server.name;
 export const namespace = server.namespace;
-// The component's own Deployment, a resource of this program: its status as the cluster reports it.
-export const readyReplicas = server.deployment.apply((d) => d.status).apply((s) => s.readyReplicas);
+// The component's own Deployment, a resource of this program: its status as pulumi-kubernetes recorded
+// it when its wait ended (docs/components.md, "Outputs": readyReplicas can lag behind the ReplicaSet's).
+export const updatedReplicas = server.deployment.apply((d) => d.status).apply((s) => s.updatedReplicas);
 export const service = tritonService.metadata.name;

@@ -59,7 +59,7 @@ CONSUMERS = {
     "go": Consumer(STACKS / "inference-go", "inference", "triton"),
 }
 """Projects whose GpuDeployment serves: up makes it Available."""
-"""Projects on a generated SDK: they export the child Deployment's readyReplicas, read through the component."""
+"""Projects on a generated SDK export the child Deployment's status.updatedReplicas, read through the component."""
 JOBS = {"yaml": Consumer(STACKS / "training-yaml", "training", "finetune")}
 """Projects whose GpuJob trains: up waits until it completes."""
 
@@ -141,8 +141,8 @@ def test_up_makes_the_deployment_available_on_its_pool_and_destroy_leaves_nothin
         pods = kube.pods(namespace, f"app.kubernetes.io/name={consumer.app}")
         assert len(pods) == deployment.spec.replicas
         _assert_on_pool(kube, pods, consumer.pool)
-        # Not yet asserted: the child Deployment's status read through the SDK's resource output
-        # (`readyReplicas` in stacks/inference-ts and -go) comes back empty; issue 31 item 8 stays open.
+        if language in ("typescript", "go"):  # the child Deployment, read through the SDK's resource output
+            assert outputs["updatedReplicas"] == deployment.spec.replicas
         # A second preview against what is deployed: nothing to change.
         stack.preview("--expect-no-changes")
     finally:
