@@ -50,47 +50,29 @@ def iam_policy(cluster_name: str, region: str, account_id: str, partition: str) 
     ``partition`` is the account's (``aws``, ``aws-us-gov``, ``aws-cn``): an ARN in another
     partition matches nothing, so DescribeNodegroup would be denied and scale from zero lose the
     node group's labels and taints."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "Discover",  # Describe* calls take no resource-level scoping
-                "Effect": "Allow",
-                "Action": [
-                    "autoscaling:DescribeAutoScalingGroups",
-                    "autoscaling:DescribeAutoScalingInstances",
-                    "autoscaling:DescribeLaunchConfigurations",
-                    "autoscaling:DescribeScalingActivities",
-                    "ec2:DescribeImages",
-                    "ec2:DescribeInstanceTypes",
-                    "ec2:DescribeLaunchTemplateVersions",
-                    "ec2:GetInstanceTypesFromInstanceRequirements",
-                ],
-                "Resource": "*",
-            },
-            {
-                "Sid": "ReadNodeGroupLabelsAndTaints",  # for groups at zero nodes
-                "Effect": "Allow",
-                "Action": "eks:DescribeNodegroup",
-                "Resource": f"arn:{partition}:eks:{region}:{account_id}:nodegroup/{cluster_name}/*/*",
-            },
-            {
-                "Sid": "ScaleOnlyThisClustersGpuPools",
-                "Effect": "Allow",
-                "Action": [
-                    "autoscaling:SetDesiredCapacity",
-                    "autoscaling:TerminateInstanceInAutoScalingGroup",
-                ],
-                "Resource": "*",
-                "Condition": {
-                    "StringEquals": {
-                        f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned",
-                        f"aws:ResourceTag/{AUTOSCALED_TAG}": AUTOSCALED_VALUE,
-                    }
-                },
-            },
-        ],
+    scaled = {
+        f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned",
+        f"aws:ResourceTag/{AUTOSCALED_TAG}": AUTOSCALED_VALUE,
     }
+    discover = [  # Describe* calls take no resource-level scoping
+        "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:DescribeAutoScalingInstances",
+        "autoscaling:DescribeLaunchConfigurations",
+        "autoscaling:DescribeScalingActivities",
+        "ec2:DescribeImages",
+        "ec2:DescribeInstanceTypes",
+        "ec2:DescribeLaunchTemplateVersions",
+        "ec2:GetInstanceTypesFromInstanceRequirements",
+    ]
+    nodegroups = f"arn:{partition}:eks:{region}:{account_id}:nodegroup/{cluster_name}/*/*"
+    scale = ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"]
+    return iam.policy_document(
+        [
+            ("Discover", discover, "*", None),
+            ("ReadNodeGroupLabelsAndTaints", "eks:DescribeNodegroup", nodegroups, None),  # groups at zero
+            ("ScaleOnlyThisClustersGpuPools", scale, "*", {"StringEquals": scaled}),
+        ]
+    )
 
 
 def asg_name_pattern(pool: str) -> str:

@@ -90,17 +90,19 @@ def is_gpu_instance_type(instance_type: Any) -> bool:
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 
 
+def nodepool_requirement(props: Mapping[str, Any], key: str) -> list[Any]:
+    """The values a Karpenter NodePool's template allows for ``key`` (its ``In`` requirements)."""
+    spec = ((props.get("spec") or {}).get("template") or {}).get("spec") or {}
+    requirements = spec.get("requirements") or []
+    return [v for r in requirements if r.get("key") == key and r.get("operator") == "In" for v in r.get("values") or []]
+
+
 def nodepool_template(props: Mapping[str, Any]) -> tuple[dict[str, str], list[Any], list[str]]:
     """A Karpenter NodePool's node labels, taints and instance types (its ``In`` requirement), as declared."""
     template = (props.get("spec") or {}).get("template") or {}
-    spec = template.get("spec") or {}
-    types = [
-        value
-        for r in spec.get("requirements") or []
-        if r.get("key") == "node.kubernetes.io/instance-type" and r.get("operator") == "In"
-        for value in r.get("values") or []
-    ]
-    return dict((template.get("metadata") or {}).get("labels") or {}), list(spec.get("taints") or []), types
+    taints = list((template.get("spec") or {}).get("taints") or [])
+    types = nodepool_requirement(props, "node.kubernetes.io/instance-type")
+    return dict((template.get("metadata") or {}).get("labels") or {}), taints, types
 
 
 def is_gpu_nodepool(props: Mapping[str, Any]) -> bool:

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM, PRICES_SOURCE
-from infra.tooling.agents import NODE_GROUP, NODEPOOL, aligned, nodepool_name, nodepool_template, overlay_gpus
+from infra.tooling.agents import (
+    NODE_GROUP,
+    NODEPOOL,
+    aligned,
+    nodepool_name,
+    nodepool_requirement,
+    nodepool_template,
+    overlay_gpus,
+)
 from infra.tooling.node_group_props import instance_types, sizes
 from infra.workloads.placement import GPU_RESOURCE
 from infra.workloads.quantity import whole_count
@@ -81,10 +89,7 @@ def nodepool_cost(name: str, props: Mapping[str, Any], gpus_per_node: int | None
     per_node = gpus_per_node or min((ARM_NVIDIA[t].gpus for t in types if t in ARM_NVIDIA), default=1)
     limit = (spec.get("limits") or {}).get(GPU_RESOURCE)
     most = whole_count(limit) // per_node if limit is not None else 0
-    capacity = [
-        v for r in (spec.get("template") or {}).get("spec", {}).get("requirements") or []
-        if r.get("key") == "karpenter.sh/capacity-type" for v in r.get("values") or []
-    ]  # fmt: skip
+    capacity = nodepool_requirement(props, "karpenter.sh/capacity-type")
     return group_cost(
         f"{nodepool_name(name, props)} (Karpenter)",
         {

@@ -161,32 +161,22 @@ def _beyond_sliced(pod: Mapping[str, Any], placement: Placement) -> list[str]:
     return found
 
 
-def _gpu_nodepool_contract(props: Mapping[str, Any], placement: Placement) -> list[str]:
-    """A Karpenter GPU NodePool's nodes carry the contract, as a node group's do (Kubernetes spelling)."""
-    node_labels, node_taints, _ = nodepool_template(props)
-    found = []
-    if node_labels.get(placement.key) != placement.value:
-        found.append(
-            f"is a GPU NodePool without the label {placement.node_labels()}: add it to spec.template.metadata.labels"
-        )
-    if placement.node_taint() not in node_taints:
-        found.append(
-            f"is a GPU NodePool without the taint {placement.node_taint()}: add it to spec.template.spec.taints"
-        )
-    return found
-
-
 def gpu_node_group_contract(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
-    """Mandatory: every GPU node group, and every Karpenter GPU NodePool, carries the contract's taint and label."""
+    """Mandatory: every GPU node group, and every Karpenter GPU NodePool, carries the contract's taint and
+    label (a node group in the EKS spelling, a NodePool in Kubernetes')."""
     if resource_type == NODEPOOL and is_gpu_nodepool(props):
-        return _gpu_nodepool_contract(props, placement)
-    if resource_type != NODE_GROUP or not is_gpu_node_group(props):
+        (node_labels, node_taints, _), taint = nodepool_template(props), placement.node_taint()
+        what, where = "GPU NodePool", ("spec.template.metadata.labels", "spec.template.spec.taints")
+    elif resource_type == NODE_GROUP and is_gpu_node_group(props):
+        node_labels, node_taints = labels(props), [dict(t) for t in taints(props)]
+        taint, what, where = placement.eks_taint(), "GPU node group", ("labels", "taints")
+    else:
         return []
     found = []
-    if labels(props).get(placement.key) != placement.value:
-        found.append(f"is a GPU node group without the label {placement.node_labels()}: add it to labels")
-    if placement.eks_taint() not in [dict(t) for t in taints(props)]:
-        found.append(f"is a GPU node group without the taint {placement.eks_taint()}: add it to taints")
+    if node_labels.get(placement.key) != placement.value:
+        found.append(f"is a {what} without the label {placement.node_labels()}: add it to {where[0]}")
+    if taint not in node_taints:
+        found.append(f"is a {what} without the taint {taint}: add it to {where[1]}")
     return found
 
 

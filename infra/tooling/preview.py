@@ -22,6 +22,8 @@ from infra.tooling.agents import (
     declared_nodes,
     device_plugin_daemonsets,
     landings,
+    nodepool_requirement,
+    nodepool_template,
 )
 from infra.tooling.agents import table as agent_table
 from infra.tooling.chart_models import (
@@ -219,13 +221,9 @@ def spot_notes(run: Run) -> list[str]:
                 "an on-demand pool of the same price rank (infra/platform/autoscaler.py)."
             )
     for pool in run.of_type(NODEPOOL):
-        spec = pool.inputs.get("spec") or {}
-        capacity = [
-            v for r in (spec.get("template") or {}).get("spec", {}).get("requirements") or []
-            if r.get("key") == "karpenter.sh/capacity-type" for v in r.get("values") or []
-        ]  # fmt: skip
+        capacity = nodepool_requirement(pool.inputs, "karpenter.sh/capacity-type")
         if "spot" in capacity:
-            labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+            labels = nodepool_template(pool.inputs)[0]
             either = (
                 " or on-demand (Karpenter takes spot where it is to be had)"
                 if "on-demand" in capacity

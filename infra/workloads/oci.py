@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-import http.client
 import ipaddress
 import json
 import re
 import ssl
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from base64 import b64decode, b64encode
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.client import HTTPMessage
 from typing import Any
+
+import requests
+import requests.adapters
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 DOCKER_MANIFEST_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -169,11 +168,8 @@ class _Challenge:
 def parse_challenge(header: str) -> _Challenge:
     """``Bearer realm="https://auth",service="reg",scope="repository:x:pull"`` -> scheme and params."""
     scheme, _, rest = header.strip().partition(" ")
-    params: dict[str, str] = {}
-    for match in re.finditer(r'\s*([A-Za-z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))\s*,?', rest):
-        key, quoted, bare = match.groups()
-        params.setdefault(key.lower(), quoted.replace('\\"', '"') if quoted is not None else bare)
-    return _Challenge(scheme=scheme.lower(), params=params)
+    params = requests.utils.parse_dict_header(rest)
+    return _Challenge(scheme=scheme.lower(), params={k.lower(): v or "" for k, v in params.items()})
 
 
 class RegistryClient:
@@ -194,16 +190,11 @@ class RegistryClient:
         self.round_trips: list[RoundTrip] = []
         self._challenges: dict[str, _Challenge] = {}  # per registry host
         self._auth: dict[tuple[str, str], str] = {}  # (host, repository) -> Authorization value
-        self._opener = urllib.request.OpenerDirector()  # only these handlers: no file:, ftp:, data:
-        self._opener.addheaders = [("User-Agent", USER_AGENT)]
-        for handler in (
-            _Proxy(),
-            urllib.request.HTTPHandler(),
-            urllib.request.HTTPSHandler(context=self.ssl_context),
-            _Redirects(self),
-            urllib.request.HTTPErrorProcessor(),
-        ):
-            self._opener.add_handler(handler)
+        self.session = requests.Session()  # HTTPS_PROXY/NO_PROXY as requests reads them
+        self.session.headers["User-Agent"] = USER_AGENT
+        self.session.max_redirects = MAX_REDIRECTS
+        for scheme in ("http://", "https://"):
+            self.session.mount(scheme, _Adapter(self.ssl_context))
 
     # -- public API -------------------------------------------------------------------------
 
@@ -343,7 +334,7 @@ class RegistryClient:
 
     def _get(
         self, ref: Reference, path: str, headers: dict[str, str], purpose: str, limit: int, stop: float
-    ) -> tuple[int, HTTPMessage, bytes]:
+    ) -> tuple[int, Mapping[str, str], bytes]:
         key = (ref.host, ref.repository)
         fresh = False
         if key not in self._auth:
@@ -428,35 +419,41 @@ class RegistryClient:
         purpose: str,
         limit: int,
         stop: float,
-    ) -> tuple[int, HTTPMessage, bytes]:
-        """One GET through urllib (proxy, TLS, redirects); the body size-capped."""
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """One GET through the session (proxies, TLS, redirects, which drop ``Authorization`` on
+        another host); each hop checked by :meth:`_check` before it is made; the body size-capped."""
         netloc = urllib.parse.urlsplit(url).netloc
-        request = _Hop(url, headers, purpose, stop, netloc)
-        if authorization:  # unredirected: urllib never forwards it; _Redirects decides
-            request.add_unredirected_header("Authorization", authorization)
-        hops = len(self.round_trips)
+
+        def next_hop(response: requests.Response, **_: Any) -> None:
+            if response.is_redirect:
+                self._check(urllib.parse.urljoin(response.url, response.headers["location"]), stop)
+
+        auth = {"Authorization": authorization} if authorization else {}
         try:
-            with self._opener.open(request, timeout=self._check(url, stop)) as response:
+            with self.session.get(
+                url,
+                headers={**headers, **auth},
+                timeout=self._check(url, stop),
+                hooks={"response": next_hop},
+                stream=True,
+            ) as response:
                 length = response.headers.get("content-length")
                 if length and length.isdigit() and int(length) > limit:
                     raise RegistryError("protocol", f"{netloc}: answer of {length} bytes exceeds {limit}")
-                body = response.read(limit + 1)
-        except urllib.error.HTTPError as error:  # too many redirects, or to a scheme urllib refuses
-            too_many = "infinite loop" in str(error.reason)  # urllib's reason quotes the URL otherwise
-            why = (
-                f"more than {MAX_REDIRECTS} redirects"
-                if too_many
-                else "a redirect to a URL it may not follow"
-            )
-            raise RegistryError("protocol", f"{netloc}: {why}") from None
-        except (OSError, http.client.HTTPException) as error:  # URLError and socket.timeout are OSErrors
-            reason = error.reason if isinstance(getattr(error, "reason", None), Exception) else error
+                body = b""
+                for chunk in response.iter_content(1 << 16):
+                    body += chunk
+                    if len(body) > limit:
+                        raise RegistryError("protocol", f"{netloc}: answer exceeds {limit} bytes")
+        except requests.TooManyRedirects:
+            raise RegistryError("protocol", f"{netloc}: more than {MAX_REDIRECTS} redirects") from None
+        except requests.RequestException as error:  # DNS, connect, TLS, proxy, timeout
+            reason = getattr(error.args[0], "reason", error) if error.args else error  # no URL: it may be signed
             raise RegistryError("unreachable", f"{netloc}: {type(reason).__name__}: {reason}") from None
-        if len(body) > limit:
-            raise RegistryError("protocol", f"{netloc}: answer exceeds {limit} bytes")
-        trip = purpose if len(self.round_trips) == hops else "redirect"
-        self.round_trips.append(RoundTrip("GET", _redact(response.url), response.status, trip))
-        return response.status, response.headers, body
+        for hop in [*response.history, response]:
+            trip = purpose if hop is (response.history or [response])[0] else "redirect"
+            self.round_trips.append(RoundTrip("GET", _redact(hop.url), hop.status_code, trip))
+        return response.status_code, response.headers, body
 
     def _check(self, url: str, stop: float) -> float:
         """Refuse a hop the rules forbid (plain HTTP off loopback, past the deadline); else its socket timeout."""
@@ -473,72 +470,24 @@ class RegistryClient:
         return min(self.timeout, remaining)
 
 
-class _Hop(urllib.request.Request):
-    """A GET that carries what a redirect needs: its purpose, the deadline, the host its credentials are for."""
+class _Adapter(requests.adapters.HTTPAdapter):
+    """requests' transport with the system's trust store (``ssl_context``, where a corporate proxy's
+    CA is installed; requests alone reads certifi's) and loopback never through a proxy."""
 
-    def __init__(self, url: str, headers: dict[str, str], purpose: str, stop: float, auth_host: str) -> None:
-        super().__init__(url, headers=headers)
-        self.purpose = purpose
-        self.stop = stop
-        self.auth_host = auth_host
+    def __init__(self, ssl_context: ssl.SSLContext) -> None:
+        self.ssl_context = ssl_context
+        super().__init__()
 
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, ssl_context=self.ssl_context, **kwargs)
 
-class _Redirects(urllib.request.HTTPRedirectHandler):
-    """urllib follows redirects (at most MAX_REDIRECTS); this records each hop, keeps the rules and the
-    deadline, and sends ``Authorization`` again only to the host it was given for. Any other status is
-    returned as is (``http_error_default``), for the caller to judge."""
+    def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+        return super().proxy_manager_for(proxy, ssl_context=self.ssl_context, **kwargs)
 
-    max_redirections = MAX_REDIRECTS
-
-    def __init__(self, client: RegistryClient) -> None:
-        self.client = client
-
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> _Hop:
-        self.client.round_trips.append(RoundTrip("GET", _redact(req.full_url), code, req.purpose))
-        fp.close()  # a redirect's body is never read
-        req.timeout = self.client._check(newurl, req.stop)  # urllib opens the next hop with req.timeout
-        # Not Proxy-Authorization: urllib's proxy handler put it among req.headers.
-        headers = {k: v for k, v in req.headers.items() if k != "Proxy-authorization"}
-        hop = _Hop(newurl, headers, "redirect", req.stop, req.auth_host)
-        authorization = req.get_header("Authorization")
-        if authorization and urllib.parse.urlsplit(newurl).netloc == req.auth_host:
-            hop.add_unredirected_header("Authorization", authorization)
-        return hop
-
-    def http_error_default(self, req: Any, fp: Any, code: int, msg: str, hdrs: Any) -> Any:
-        return fp
-
-
-class _Proxy(urllib.request.ProxyHandler):
-    """urllib's CONNECT tunnel, with the proxy chosen at each hop by :func:`https_proxy_for`."""
-
-    def __init__(self) -> None:
-        super().__init__({})
-
-    def https_open(self, req: Any) -> None:
-        proxy = https_proxy_for(req.host)
-        if proxy is not None:
-            self.proxy_open(req, proxy, "https")
-            user = urllib.parse.urlsplit(proxy).username
-            if user and not req.has_header("Proxy-authorization"):  # urllib sends it only with a password
-                req.add_header("Proxy-authorization", _basic((urllib.parse.unquote(user), "")))
-
-
-def https_proxy_for(netloc: str) -> str | None:
-    """The ``http://`` proxy for HTTPS to ``netloc`` (``HTTPS_PROXY``/``NO_PROXY``, read as urllib reads
-    them); None to go direct, always for loopback. Another proxy scheme is an error naming it."""
-    proxy = urllib.request.getproxies().get("https")
-    host = urllib.parse.urlsplit(f"//{netloc}").hostname or netloc  # NO_PROXY may name an IPv6 bare
-    if not proxy or is_loopback(netloc) or any(map(urllib.request.proxy_bypass, {netloc, host})):
-        return None
-    proxy = proxy if "://" in proxy else f"http://{proxy}"  # so a bare user@host keeps its user
-    parts = urllib.parse.urlsplit(proxy)
-    if parts.scheme.lower() != "http":
-        raise RegistryError(
-            "unreachable", f"HTTPS_PROXY scheme {parts.scheme}://: only http:// proxies are supported"
-        )
-    # urllib would connect a port-less proxy on 443 (HTTPSConnection's default); curl, requests and Go use 80.
-    return proxy if parts.port else urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.netloc}:80"))
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        if is_loopback(urllib.parse.urlsplit(request.url).netloc):
+            kwargs["proxies"] = {}  # as Go's net/http, which Docker and the Pulumi CLI use
+        return super().send(request, **kwargs)
 
 
 def format_platform(platform: dict[str, Any]) -> str:

@@ -580,36 +580,32 @@ def test_https_registries_are_reached_through_https_proxy(monkeypatch: pytest.Mo
         registry.shutdown()
         registry.server_close()
     assert platforms.platforms == ("linux/arm64",)
-    assert [line.rsplit(" ", 1)[0] for line, _ in proxy.requests] == ["CONNECT registry.test:443"] * 2
+    assert {line.rsplit(" ", 1)[0] for line, _ in proxy.requests} == {"CONNECT registry.test:443"}
     assert (
         proxy.requests[0][1]["Proxy-Authorization"] == "Basic " + base64.b64encode(b"robot:s@cret").decode()
     )
 
 
 def _clear_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
 
 
-def test_no_proxy_and_loopback_go_direct(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_loopback_registries_never_go_through_a_proxy(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    config, config_digest, manifest = _arm64_single_manifest()
+    registry = fake(
+        {
+            "/v2/ml/x/manifests/v1": (200, {"Content-Type": oci.OCI_MANIFEST}, manifest),
+            f"/v2/ml/x/blobs/{config_digest}": (200, {}, config),
+        }
+    )
     _clear_proxy_environment(monkeypatch)
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
-    monkeypatch.setenv("NO_PROXY", ".corp.example,nvcr.io")
-    assert oci.https_proxy_for("ghcr.io") == "http://proxy.internal:3128"
-    assert oci.https_proxy_for("registry.corp.example") is None
-    assert oci.https_proxy_for("nvcr.io") is None
-    assert oci.https_proxy_for("127.0.0.1:5000") is None  # loopback: never through a proxy
-    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.internal:3128")
-    with pytest.raises(RegistryError, match="only http:// proxies are supported"):
-        oci.https_proxy_for("ghcr.io")
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal")  # no port: 80, as curl, requests and Go use
-    assert oci.https_proxy_for("ghcr.io") == "http://proxy.internal:80"
-    monkeypatch.setenv("HTTPS_PROXY", "robot@proxy.internal:3128")  # no scheme: http, the user kept
-    assert oci.https_proxy_for("ghcr.io") == "http://robot@proxy.internal:3128"
-    monkeypatch.setenv("NO_PROXY", "fd00::1")  # an IPv6 address written bare bypasses its registry
-    assert oci.https_proxy_for("[fd00::1]:5000") is None
-    monkeypatch.delenv("HTTPS_PROXY")
-    assert oci.https_proxy_for("ghcr.io") is None
+    dead = f"http://127.0.0.1:{fixture_registry.free_port()}"  # a proxy nobody answers on
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.setenv(name, dead)
+    client = RegistryClient(timeout=5)
+    assert client.platforms(parse_reference(f"{registry.host}/ml/x:v1")).platforms == ("linux/arm64",)
+    assert [path for path, _ in registry.seen] == ["/v2/ml/x/manifests/v1", f"/v2/ml/x/blobs/{config_digest}"]
 
 
 def test_an_expired_cached_token_is_dropped_and_a_new_one_asked_for_once() -> None:
