@@ -11,7 +11,7 @@ from pulumi_kubernetes.apps.v1 import DeploymentSpecArgs
 
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
 from infra.workloads.podspec import check_selector_matches, place_template, prepare
-from infra.workloads.sdk import input_type_py_to_pulumi_names
+from infra.workloads import sdk
 from infra.workloads.values import PodSpecError, check_counts, check_spec_fields, known
 
 
@@ -21,7 +21,7 @@ def deployment_spec_fields() -> frozenset[str]:
 
     Read from the SDK's tables on first use, not at import (:mod:`infra.workloads.sdk`).
     """
-    return frozenset(input_type_py_to_pulumi_names(DeploymentSpecArgs).values())
+    return frozenset(sdk.input_type_py_to_pulumi_names(DeploymentSpecArgs).values())
 
 
 COUNTS_READ = ("minReadySeconds", "replicas")

@@ -11,7 +11,7 @@ from pulumi_kubernetes.batch.v1 import JobSpecArgs
 
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
 from infra.workloads.podspec import check_selector_matches, place_template, prepare
-from infra.workloads.sdk import input_type_py_to_pulumi_names
+from infra.workloads import sdk
 from infra.workloads.values import UNKNOWN, PodSpecError, as_whole, check_spec_fields, known
 
 NOT_IN_SUPPORTED_KUBERNETES = frozenset({"scheduling"})
@@ -25,7 +25,7 @@ def job_spec_fields() -> frozenset[str]:
 
     Read from the SDK's tables on first use, not at import (:mod:`infra.workloads.sdk`).
     """
-    return frozenset(input_type_py_to_pulumi_names(JobSpecArgs).values()) - NOT_IN_SUPPORTED_KUBERNETES
+    return frozenset(sdk.input_type_py_to_pulumi_names(JobSpecArgs).values()) - NOT_IN_SUPPORTED_KUBERNETES
 
 
 JOB_RESTART_POLICIES = ("Never", "OnFailure")

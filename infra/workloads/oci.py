@@ -478,11 +478,9 @@ class _Adapter(requests.adapters.HTTPAdapter):
         self.ssl_context = ssl_context
         super().__init__()
 
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, ssl_context=self.ssl_context, **kwargs)
-
-    def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
-        return super().proxy_manager_for(proxy, ssl_context=self.ssl_context, **kwargs)
+    def build_connection_pool_key_attributes(self, *args: Any, **kwargs: Any) -> tuple[dict, dict]:
+        host, pool = super().build_connection_pool_key_attributes(*args, **kwargs)  # direct and proxied
+        return host, {**pool, "ssl_context": self.ssl_context}
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
         if is_loopback(urllib.parse.urlsplit(request.url).netloc):

@@ -48,20 +48,11 @@ def _internal(module: str, name: str) -> Any:
         ) from None
 
 
-def _types_function(name: str) -> Callable[..., Any]:
-    def call(*args: Any) -> Any:
-        return _internal("pulumi._types", name)(*args)
-
-    call.__name__ = name
-    call.__doc__ = f"``pulumi._types.{name}``, looked up when called."
-    return call
-
-
-unwrap_type = _types_function("unwrap_type")
-is_input_type = _types_function("is_input_type")
-input_type_to_dict = _types_function("input_type_to_dict")
-input_type_py_to_pulumi_names = _types_function("input_type_py_to_pulumi_names")
-input_type_types = _types_function("input_type_types")
+def __getattr__(name: str) -> Callable[..., Any]:
+    """``pulumi._types``' naming functions (``sdk.unwrap_type`` ...), looked up when used, not at import."""
+    if name not in REQUIRED["pulumi._types"]:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _internal("pulumi._types", name)
 
 
 def missing() -> list[str]:
