@@ -1,10 +1,4 @@
-"""Entry point the Pulumi CLI runs for the ``eks-gpu`` component package (see PulumiPlugin.yaml).
-
-The SDK's analyzer infers the schema from the classes in ``eks_gpu_components``,
-``package_schema`` types it with the Kubernetes package's own types, and the SDK's component
-provider answers the engine's Construct calls with those classes, reading every resource option
-the engine sends (``construct_options``).
-"""
+"""Entry point the Pulumi CLI runs for the ``eks-gpu`` component package (see PulumiPlugin.yaml)."""
 
 import sys
 

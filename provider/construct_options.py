@@ -1,12 +1,4 @@
-"""Every resource option a YAML, TypeScript or Go stack gives a component reaches the component.
-
-The SDK's component server (pulumi 3.272.0 ``provider/server.py``, ``_construct_options``) reads
-most options from the engine's ConstructRequest, but builds ``customTimeouts`` and drops them, and
-never reads ``additionalSecretOutputs`` or ``deleteBeforeReplace``. :class:`Servicer` reads those
-three too; the component then hands them on as it does from Python
-(``infra.workloads.child_options``). ``hideDiffs`` has no field in the request: the engine keeps it
-for the component's own diff, and the docs say so. Why this leans on SDK internals: decision 0030.
-"""
+"""Every resource option a YAML, TypeScript or Go stack gives a component reaches the component."""
 
 from typing import Any
 

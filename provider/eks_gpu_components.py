@@ -1,26 +1,4 @@
-"""The GPU components as a Pulumi component package, for TypeScript, Go, C#, Java and YAML stacks.
-
-``__main__.py`` serves the classes below: the SDK's analyzer (``pulumi.provider.experimental``)
-builds the package schema from their annotations, :mod:`package_schema` then types it with the
-Kubernetes package's own types and resources, and construction is the real component in
-:mod:`infra.workloads`. What the analyzer (pulumi 3.272.0) dictates, each point pinned in
-``tests/provider/test_sdk_limits.py``:
-
-- real annotations only (no ``from __future__ import annotations``, so no subclass of the
-  real components either: it walks the MRO), and no unions but ``Optional``;
-- another package's types become empty local types, and a typed object that arrives as an
-  Output loses its fields: so ``metadata``/``spec`` are analysed as open objects, passed on whole,
-  and only the schema names their Kubernetes types (``package_schema.typed``);
-- descriptions come from the analysed class's own source: the fields both components take are
-  declared once (``_WorkloadArgs``) and ``package_schema`` describes them from there, in each
-  component's words (``_words``);
-- numbers arrive as floats (:func:`infra.workloads.wire.whole_numbers`); the SDK's server drops
-  ``customTimeouts`` (``construct_options`` reads them back), and the timeouts are inputs too.
-
-:mod:`infra.workloads` (and with it ``pulumi_kubernetes``) is imported on the first Construct,
-not here: the CLI also starts this plugin only to read its schema (a YAML program is
-type-checked against it first), and that start need not pay for them (decision 0089).
-"""
+"""The GPU components as a Pulumi component package, for TypeScript, Go, C#, Java and YAML stacks."""
 
 import importlib
 import importlib.metadata

@@ -1,18 +1,4 @@
-"""The package's provider: the schema the SDK's analyzer infers, typed with the Kubernetes package's own.
-
-``pulumi.provider.experimental`` (pulumi 3.272.0) can reference another package's resources and
-enums but not its types, and a typed input it maps itself loses its fields when it arrives as an
-Output (``tests/provider/test_sdk_limits.py``). So the analyzer keeps reading ``metadata``/``spec``
-as open objects, passed on whole at Construct, while the schema served to other languages refers
-to the Kubernetes package's ``ObjectMeta`` and ``<Kind>Spec`` and names each child output's
-resource, as pulumi-eks does (``/kubernetes/v<version>/schema.json#/types/...``): TypeScript, Go
-and the YAML host check them, and a consumer gets the children as resources.
-
-Two versions, each for what it decides (docs/components.md, "Typed inputs, children as outputs"):
-the references name the Kubernetes package schema :data:`SCHEMA_VERSION`, which the CLI loads to
-bind them (it refuses a plugin whose schema has another version); ``dependencies`` name the
-pulumi-kubernetes SDK the components are written against, which generated SDKs depend on.
-"""
+"""The package's provider: the schema the SDK's analyzer infers, typed with the Kubernetes package's own."""
 
 import importlib.metadata
 import inspect
@@ -62,13 +48,7 @@ def typed(
     definitions: dict[str, ComponentDefinition],
     shared_args: Sequence[type[Any]],
 ) -> dict[str, Any]:
-    """``schema`` with each component's metadata/spec and children typed as Kubernetes' own, every property described.
-
-    Each component class says its Kubernetes kind (``_kind``), its children (``_children``: Python
-    output name -> resource token) and the words its shared descriptions take (``_words``).
-    Descriptions the analyzer could not read (fields declared on a base) come from the classes in
-    ``shared_args`` or the component's bases, filled in with those words.
-    """
+    """``schema`` with each component's metadata/spec and children typed as Kubernetes' own, every property described."""
     for component in components:
         resource = schema["resources"][f"{schema['name']}:index:{component.__name__}"]
         definition = definitions[component.__name__]

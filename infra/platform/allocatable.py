@@ -1,26 +1,4 @@
-"""What a node of an EC2 instance type offers pods on the EKS AL2023 AMIs: nodeadm's reserves. Pure.
-
-One source for the Cluster Autoscaler's zero-node template tags (node_pools.py), the preview's fit
-check (infra/tooling/agents.py) and the kwok nodes the tests register (localcluster/nodes.py), so a
-pool at zero is imagined as a real node will be. The autoscaler's own template is the instance's
-full size (cloudprovider/aws/aws_manager.go buildNodeFromTemplate, "TODO: use proper allocatable"):
-without the tags it starts a node for a pod that the node then cannot run.
-
-nodeadm (awslabs/amazon-eks-ami ``nodeadm/internal/kubelet/config.go``, commit 81fec2e8):
-``maxPods`` = ENIs x (IPv4 addresses per ENI - 1) + 2 (``eni_max_pods.go`` CalcMaxPods, from its
-``instance-info.jsonl``); kubeReserved memory 11 x maxPods + 255 MiB, CPU 6% of the first core, 1%
-of the second, 0.5% of the third and fourth, 0.25% of the rest (``getCPUMillicoresToReserve``);
-evictionHard ``memory.available: 100Mi``. No systemReserved is set.
-
-Two facts nodeadm does not hold: a managed node group's bootstrap caps ``maxPods`` at 110 below 31
-vCPUs and 250 above (the EKS AMI's ``max-pods-calculator.sh``, whose recommended value managed node
-groups use; Karpenter's nodes are not capped: it passes the ENI figure), and a real node's memory
-capacity is less than the instance's nominal size (the kernel and firmware keep some). For the latter
-this takes the estimate Karpenter's AWS provider launches with (``--vm-memory-overhead-percent``,
-default 0.075), so both provisioners, the autoscaler's template and the tests' nodes agree; real nodes
-keep about 5% (docs/platform.md, "Scale from zero"), so the figures err on the side of starting no
-node that cannot run the pod.
-"""
+"""What a node of an EC2 instance type offers pods on the EKS AL2023 AMIs: nodeadm's reserves. Pure."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Cluster Autoscaler: GPU nodes only while GPU pods need them, scale from zero included.
-
-It discovers the GPU pools only (an autoscaler that also scaled the system group would fight
-``pulumi up`` over its size) and starts after its Pod Identity association, or it has no AWS
-credentials. Discovery, the zero-node template, the expander and the IAM scoping are explained in
-docs/platform.md ("Scale from zero", "Which pool scales up").
-"""
+"""Cluster Autoscaler: GPU nodes only while GPU pods need them, scale from zero included."""
 
 from __future__ import annotations
 
@@ -45,11 +39,7 @@ TIER_STEP, SPOT_BONUS = 10, 5
 
 
 def iam_policy(cluster_name: str, region: str, account_id: str, partition: str) -> dict[str, Any]:
-    """The autoscaler's documented permissions, scoped to this cluster where AWS allows it.
-
-    ``partition`` is the account's (``aws``, ``aws-us-gov``, ``aws-cn``): an ARN in another
-    partition matches nothing, so DescribeNodegroup would be denied and scale from zero lose the
-    node group's labels and taints."""
+    """The autoscaler's documented permissions, scoped to this cluster where AWS allows it."""
     scaled = {
         f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned",
         f"aws:ResourceTag/{AUTOSCALED_TAG}": AUTOSCALED_VALUE,
@@ -91,11 +81,7 @@ def rank(pool: Pool) -> tuple[float, int]:
 
 
 def expander_priorities(pools: Sequence[Pool]) -> dict[str, list[str]]:
-    """The cheapest node that fits a pod first; spot before on-demand only among interchangeable pools.
-
-    Keys are text: Pulumi's wire format has string map keys only; the chart renders
-    each as ``{{ $k | int }}:`` (templates/priority-expander-configmap.yaml).
-    """
+    """The cheapest node that fits a pod first; spot before on-demand only among interchangeable pools."""
     ranks = sorted({rank(p) for p in pools}, reverse=True)  # dearest first: lowest priority
     priorities: dict[str, list[str]] = {}
     for pool in sorted(pools, key=lambda p: p.name):

@@ -1,8 +1,4 @@
-"""What every node of a GPU pool carries, and what the autoscaler is told about it: pure, one place.
-
-The node groups, the device plugin, the autoscaler's tags and the preview all read these, so a
-pool at zero nodes is imagined exactly as a real node will be (docs/platform.md, "Scale from zero").
-"""
+"""What every node of a GPU pool carries, and what the autoscaler is told about it: pure, one place."""
 
 from __future__ import annotations
 
@@ -62,13 +58,7 @@ def ephemeral_storage(disk_size_gib: int) -> str:
 
 
 def template_resources(instance_types: Sequence[str], disk_size_gib: int) -> dict[str, str]:
-    """``node-template/resources/*`` tags: what a real node of the pool offers pods.
-
-    The autoscaler's template for a group at zero is the instance's full CPU and memory, 110 pods
-    and no ``ephemeral-storage`` (cloudprovider/aws/aws_manager.go buildNodeFromTemplate); these tags
-    replace them with nodeadm's allocatable (allocatable.py), the least any of the pool's types
-    offers: a pod that fits the raw instance but not a real node then scales nothing.
-    """
+    """``node-template/resources/*`` tags: what a real node of the pool offers pods."""
     least = smallest(tuple(instance_types))
     return {
         f"{TEMPLATE}/resources/cpu": least.cpu,
@@ -81,13 +71,7 @@ def template_resources(instance_types: Sequence[str], disk_size_gib: int) -> dic
 def asg_tags(
     placement: Placement, pool: GpuPool, instance_types: Sequence[str], disk_size_gib: int
 ) -> dict[str, str]:
-    """Tags we put on the pool's ASG: only ones EKS does not set itself.
-
-    EKS sets ``k8s.io/cluster-autoscaler/enabled`` and ``.../<cluster>`` on every managed
-    group's ASG; declaring them would take them over and delete them on destroy. The labels,
-    taint and resources are what the autoscaler imagines a node at zero with, also when
-    DescribeNodegroup fails (:func:`template_resources`).
-    """
+    """Tags we put on the pool's ASG: only ones EKS does not set itself."""
     taint = placement.node_taint()
     return {
         AUTOSCALED_TAG: AUTOSCALED_VALUE,

@@ -1,13 +1,4 @@
-"""The EC2 Spot service-linked role a Karpenter pool needs to buy spot: found, made when asked, or refused.
-
-Karpenter launches with CreateFleet; without the account-wide ``AWSServiceRoleForEC2Spot`` AWS refuses
-spot, and Karpenter then marks spot unavailable (karpenter-provider-aws ``pkg/providers/instance/
-instance.go``): a SPOT-only pool never launches, a ``[SPOT, ON_DEMAND]`` pool silently pays on-demand.
-The role is one per account and may exist already (any earlier spot request made it): the program
-looks it up (``iam:ListRoles``) and declares it only when it is missing and
-``createSpotServiceLinkedRole`` is true, retained on delete (other stacks may rely on it); once AWS
-has it, the next run leaves it out of the stack again, and AWS keeps it.
-"""
+"""The EC2 Spot service-linked role a Karpenter pool needs to buy spot: found, made when asked, or refused."""
 
 from __future__ import annotations
 

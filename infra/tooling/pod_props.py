@@ -1,15 +1,5 @@
 """A workload's pod specs as the rules read them: where they are, their well-formed parts, and what is
-malformed, in words.
-
-Pod specs are found by their shape, not by kind (:func:`pod_specs`): an apps/v1 or batch/v1
-object, a Pod, a ``*Patch``, a ReplicationController or any custom resource (Kubeflow, KubeRay,
-JobSet, LeaderWorkerSet, KServe, one nobody has heard of) holds them where its schema says. The
-rules see any program's objects, and the provider's Check
-does not hold them to the Kubernetes schema before the pack runs (the API server does, later).
-So tolerations given as text, a nodeSelector given as a list or a GPU limit that is no quantity
-must give a finding naming the field and what Kubernetes takes, never a crashed analysis: the
-sibling of :mod:`infra.tooling.node_group_props`. A value not known yet (None) is no finding.
-"""
+malformed, in words."""
 
 from __future__ import annotations
 
@@ -71,11 +61,7 @@ def _walk(node: Any, path: str, found: list[tuple[str, Mapping[str, Any]]]) -> N
 
 
 def pod_specs(props: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """Every pod spec in a Kubernetes object's ``spec`` (a PodTemplate's: ``template``), with its path.
-
-    Only those two fields: a Helm chart's ``values`` or a ConfigGroup's ``objs`` are no object of
-    their own (what they make is registered, and judged, as its own resource).
-    """
+    """Every pod spec in a Kubernetes object's ``spec`` (a PodTemplate's: ``template``), with its path."""
     found: list[tuple[str, Mapping[str, Any]]] = []
     for field in ("spec", "template"):
         if props.get(field) is not None:
@@ -137,10 +123,7 @@ def _gpus_ok(container: Mapping[str, Any]) -> bool:
 
 
 def pod_spec(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod spec with only its well-formed scheduling fields; the others are :func:`problems`.
-
-    Containers under another name (KServe's ``model``) join ``containers``, as the pod gets them.
-    """
+    """The pod spec with only its well-formed scheduling fields; the others are :func:`problems`."""
     pod = dict(pod)
     inline = [v for k, v in pod.items() if k != "containers" and _container(v)]
     if inline:
