@@ -94,7 +94,12 @@ def nodepool_requirement(props: Mapping[str, Any], key: str) -> list[Any]:
     """The values a Karpenter NodePool's template allows for ``key`` (its ``In`` requirements)."""
     spec = ((props.get("spec") or {}).get("template") or {}).get("spec") or {}
     requirements = spec.get("requirements") or []
-    return [v for r in requirements if r.get("key") == key and r.get("operator") == "In" for v in r.get("values") or []]
+    return [
+        v
+        for r in requirements
+        if r.get("key") == key and r.get("operator") == "In"
+        for v in r.get("values") or []
+    ]
 
 
 def nodepool_template(props: Mapping[str, Any]) -> tuple[dict[str, str], list[Any], list[str]]:

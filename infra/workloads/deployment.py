@@ -9,9 +9,9 @@ from typing import Any
 
 from pulumi_kubernetes.apps.v1 import DeploymentSpecArgs
 
+from infra.workloads import sdk
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
 from infra.workloads.podspec import check_selector_matches, place_template, prepare
-from infra.workloads import sdk
 from infra.workloads.values import PodSpecError, check_counts, check_spec_fields, known
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from pulumi_kubernetes.batch.v1 import JobSpecArgs
 
+from infra.workloads import sdk
 from infra.workloads.placement import DEFAULT_PLACEMENT, Placement
 from infra.workloads.podspec import check_selector_matches, place_template, prepare
-from infra.workloads import sdk
 from infra.workloads.values import UNKNOWN, PodSpecError, as_whole, check_spec_fields, known
 
 NOT_IN_SUPPORTED_KUBERNETES = frozenset({"scheduling"})

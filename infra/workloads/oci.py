@@ -448,7 +448,9 @@ class RegistryClient:
         except requests.TooManyRedirects:
             raise RegistryError("protocol", f"{netloc}: more than {MAX_REDIRECTS} redirects") from None
         except requests.RequestException as error:  # DNS, connect, TLS, proxy, timeout
-            reason = getattr(error.args[0], "reason", error) if error.args else error  # no URL: it may be signed
+            reason = (
+                getattr(error.args[0], "reason", error) if error.args else error
+            )  # no URL: it may be signed
             raise RegistryError("unreachable", f"{netloc}: {type(reason).__name__}: {reason}") from None
         for hop in [*response.history, response]:
             trip = purpose if hop is (response.history or [response])[0] else "redirect"
