@@ -32,10 +32,6 @@ class Servicer(_SDK_SERVICER):
 
 
 def serve(provider: Any, args: list[str]) -> None:
-    """Serve ``provider`` as ``pulumi.provider.main`` does, with :class:`Servicer` answering Construct.
-
-    ``main`` builds its servicer from the module's ``ProviderServicer`` when called, so that name
-    is pointed at ours first: the only way in, since ``main`` takes no servicer.
-    """
+    """Serve ``provider`` as ``pulumi.provider.main`` does, with :class:`Servicer` answering Construct."""
     server.ProviderServicer = Servicer
     pulumi.provider.main(provider, args)

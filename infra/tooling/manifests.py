@@ -32,10 +32,7 @@ def manifest_of(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any
 
 @functools.cache
 def _kubernetes_validate() -> ModuleType:
-    """The library (a dev dependency, imported on first use), set to keep the schemas it reads.
-
-    It reads a version's 1.5 MB definitions again on every call (~15 ms); cached, a check takes ~1.5 ms.
-    """
+    """The library (a dev dependency, imported on first use), set to keep the schemas it reads."""
     import kubernetes_validate.utils
 
     kubernetes_validate.utils.schema_contents = functools.cache(kubernetes_validate.utils.schema_contents)

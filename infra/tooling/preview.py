@@ -257,10 +257,8 @@ def _shown(r: Registration) -> dict[str, Any]:
 
 
 def write_outputs(run: Run, out: Path, kubernetes_version: str) -> int:
-    """Write every Kubernetes object (schema-checked), each Helm release's values and resources.json.
-
-    Returns how many files it wrote.
-    """
+    """Write every Kubernetes object (schema-checked), each Helm release's values and resources.json;
+    return how many files."""
     files: dict[str, Any] = {}
     for r in run.resources:
         if is_manifest_type(r.type) and r.custom:

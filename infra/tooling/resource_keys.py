@@ -1,9 +1,4 @@
-"""How the rules name a resource: by its URN where the engine gave one, else ``"<type> <name>"``.
-
-Type and name are not unique: a stack-root Deployment and a GpuDeployment's child Deployment
-may share both, and only the URN (which carries the parent's type) tells them apart. So the
-pack and the offline preview hand the rules each name as a :class:`Named`, which knows its URN.
-"""
+"""How the rules name a resource: by its URN where the engine gave one, else ``"<type> <name>"``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Go durations (``time.ParseDuration``, as ``customTimeouts`` and the autoscaler's flags take them).
-
-Decimal numbers with units ns, us (µs), ms, s, m, h; ``"0"`` alone needs no unit.
-"""
+"""Go durations (``time.ParseDuration``, as ``customTimeouts`` and the autoscaler's flags take them)."""
 
 from __future__ import annotations
 
@@ -18,10 +15,7 @@ def duration_seconds(value: str) -> float:
 
 
 def go_duration_seconds(value: str) -> float | None:
-    """Seconds in a Go duration string (negative after ``-``), or None if Go would refuse it.
-
-    As ``time.ParseDuration``: one optional sign, then ``"0"`` alone or number-and-unit parts.
-    """
+    """Seconds in a Go duration string (negative after ``-``), or None if Go would refuse it."""
     body = value[1:] if value.startswith(("+", "-")) else value
     if body == "0":
         return 0.0
