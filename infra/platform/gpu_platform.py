@@ -62,7 +62,9 @@ class GpuPlatform(pulumi.ComponentResource):
         )
         self._scalers(config, net, gpu_pools)
         # Teams' GPU quotas (infra/platform/kueue.py): only with teams:, on the system nodes.
-        on_system = pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=[self.system_nodes])
+        on_system = pulumi.ResourceOptions(
+            parent=self, provider=self.provider, depends_on=[self.system_nodes]
+        )
         self.kueue = kueue("kueue", config, on_system)
         # GPU metrics, node health for auto-repair, dashboard and alarms (infra/platform/observability.py).
         observability(name, config, pod_identity_agent=self.pod_identity_agent, opts=after_nodes)

@@ -38,11 +38,15 @@ def helm_values(config: PlatformConfig) -> dict[str, Any]:
     }
 
 
-def _custom_resource(manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
+def _custom_resource(
+    manifest: dict[str, Any], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
     rest = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata")}
     where = manifest["metadata"].get("namespace")
     return k8s.apiextensions.CustomResource(
-        "-".join(["kueue", manifest["kind"].lower(), *([where] if where else []), manifest["metadata"]["name"]]),
+        "-".join(
+            ["kueue", manifest["kind"].lower(), *([where] if where else []), manifest["metadata"]["name"]]
+        ),
         api_version=manifest["apiVersion"],
         kind=manifest["kind"],
         metadata=manifest["metadata"],
@@ -72,7 +76,6 @@ def kueue(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> li
     # The queue objects need the chart's CRDs and its webhooks serving; LocalQueues their namespace.
     after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release, *teams]))
     queued = [
-        _custom_resource(manifest, after)
-        for manifest in kueue_objects.objects(config.contract, config.teams)
+        _custom_resource(manifest, after) for manifest in kueue_objects.objects(config.contract, config.teams)
     ]
     return [namespace, *teams, release, *queued]

@@ -48,7 +48,9 @@ def resource_flavor(placement: Placement, pool: str) -> dict[str, Any]:
     """A pool as Kueue sees it: admitted Jobs get its labels and the GPU toleration, the same ones
     ``GpuJob`` gives them (so Kueue's merge never meets a conflicting nodeSelector value)."""
     return _object(
-        "ResourceFlavor", pool, {"nodeLabels": placement.pool_labels(pool), "tolerations": [placement.toleration()]}
+        "ResourceFlavor",
+        pool,
+        {"nodeLabels": placement.pool_labels(pool), "tolerations": [placement.toleration()]},
     )
 
 

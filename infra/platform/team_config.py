@@ -18,8 +18,7 @@ from infra.workloads.queues import DEFAULT_PRIORITY, PRIORITY_CLASSES, TeamQueue
 # Most nvidia.com/gpu a quota can name: 450 nodes (EKS's maxSize) x 8 GPUs x 16 slices.
 MOST_GPUS = 450 * 8 * 16
 TEAM_WORDS = (
-    "1-63 lowercase letters, digits or '-', a letter or digit at both ends; it names the team's "
-    "ClusterQueue"
+    "1-63 lowercase letters, digits or '-', a letter or digit at both ends; it names the team's ClusterQueue"
 )
 TeamName = text(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", TEAM_WORDS, "vision")
 # Namespaces that are not a team's to own: the API server's, Kueue's own and the platform's agents'.
@@ -105,7 +104,9 @@ def check_teams(teams: Mapping[str, TeamConfig], pools: Sequence[Pool]) -> None:
                     f"{', '.join(by_name)} (the gpuPools keys)"
                 )
             pool = by_name[name]
-            if quota.borrowing_limit is not None and quota.nominal_quota + quota.borrowing_limit > reach(pool):
+            if quota.borrowing_limit is not None and quota.nominal_quota + quota.borrowing_limit > reach(
+                pool
+            ):
                 raise ValueError(
                     f".teams.{team}.quotas.{name}: nominalQuota {quota.nominal_quota} + borrowingLimit "
                     f"{quota.borrowing_limit} is more than pool {name!r} can ever have ({_reach_words(pool)} "

@@ -8,8 +8,8 @@ from typing import Annotated, Any, get_args, get_origin
 from pydantic import BaseModel
 
 from infra.platform.config import PlatformConfig
-from infra.platform.team_config import TeamConfig
 from infra.platform.config_docs import CONFIGURATION_DOC, generated_block, reference
+from infra.platform.team_config import TeamConfig
 
 INTERNAL = {"region", "secret_keys"}  # from aws:region and `pulumi config set --secret`; load() refuses them
 

@@ -42,7 +42,10 @@ def test_without_teams_nothing_of_kueue_is_declared(tmp_path: Path) -> None:
 
 def test_with_teams_the_pinned_chart_scoped_to_their_namespaces(dev: Run) -> None:
     release = dev.one(RELEASE, "kueue")
-    assert (release.inputs["chart"], release.inputs["version"]) == ("oci://registry.k8s.io/kueue/charts/kueue", "0.17.0")
+    assert (release.inputs["chart"], release.inputs["version"]) == (
+        "oci://registry.k8s.io/kueue/charts/kueue",
+        "0.17.0",
+    )
     assert release.inputs["namespace"] == "kueue-system"
     config = yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
     assert config["managedJobsNamespaceSelector"]["matchExpressions"][0]["values"] == ["speech", "vision"]
@@ -51,7 +54,11 @@ def test_with_teams_the_pinned_chart_scoped_to_their_namespaces(dev: Run) -> Non
 def test_with_teams_each_team_gets_its_namespace_and_queues(dev: Run) -> None:
     namespaces = {r.inputs["metadata"]["name"] for r in dev.of_type("kubernetes:core/v1:Namespace")}
     assert {"kueue-system", "vision", "speech"} <= namespaces
-    kinds = sorted((r.type.removeprefix(CUSTOM), r.inputs["metadata"]["name"]) for r in dev.resources if r.type.startswith(CUSTOM))
+    kinds = sorted(
+        (r.type.removeprefix(CUSTOM), r.inputs["metadata"]["name"])
+        for r in dev.resources
+        if r.type.startswith(CUSTOM)
+    )
     assert kinds == sorted(
         [("ResourceFlavor", "inference"), ("ResourceFlavor", "training")]
         + [("WorkloadPriorityClass", c) for c in ("low", "normal", "high")]
@@ -62,7 +69,9 @@ def test_with_teams_each_team_gets_its_namespace_and_queues(dev: Run) -> None:
 
 def test_queues_wait_for_the_release_and_their_namespace(dev: Run) -> None:
     release = dev.one(RELEASE, "kueue")
-    speech = next(r for r in dev.of_type("kubernetes:core/v1:Namespace") if r.inputs["metadata"]["name"] == "speech")
+    speech = next(
+        r for r in dev.of_type("kubernetes:core/v1:Namespace") if r.inputs["metadata"]["name"] == "speech"
+    )
     local = next(
         r for r in dev.of_type(f"{CUSTOM}LocalQueue") if r.inputs["metadata"]["namespace"] == "speech"
     )

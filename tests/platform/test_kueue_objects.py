@@ -57,7 +57,9 @@ def test_no_teams_no_objects(dev) -> None:
 def test_a_gpu_job_on_a_pool_is_what_kueue_admits_it_as(dev, pool) -> None:
     """The flavor gives exactly the placement GpuJob already gave: the merge neither fails nor changes it."""
     flavor = _by_kind(kueue_objects.objects(dev.contract, dev.teams), "ResourceFlavor")[pool]
-    spec = place_job_spec({"template": {"spec": {"containers": [{"name": "t", "image": "x"}]}}}, dev.contract, pool=pool)
+    spec = place_job_spec(
+        {"template": {"spec": {"containers": [{"name": "t", "image": "x"}]}}}, dev.contract, pool=pool
+    )
     pod = spec["template"]["spec"]
     assert _kueue_merge(pod, flavor) == pod
 
@@ -65,7 +67,9 @@ def test_a_gpu_job_on_a_pool_is_what_kueue_admits_it_as(dev, pool) -> None:
 def test_a_job_pinned_to_another_pool_would_conflict_with_the_flavor(dev) -> None:
     """Why the flavor's labels and GpuJob's pool must agree: Kueue refuses the admission for good."""
     flavor = _by_kind(kueue_objects.objects(dev.contract, dev.teams), "ResourceFlavor")["inference"]
-    spec = place_job_spec({"template": {"spec": {"containers": [{"name": "t", "image": "x"}]}}}, dev.contract, pool="training")
+    spec = place_job_spec(
+        {"template": {"spec": {"containers": [{"name": "t", "image": "x"}]}}}, dev.contract, pool="training"
+    )
     with pytest.raises(ValueError, match="eks-gpu/pool"):
         _kueue_merge(spec["template"]["spec"], flavor)
 
@@ -95,8 +99,14 @@ def test_each_team_has_a_cluster_queue_in_one_cohort_scoped_to_its_namespace(dev
         "coveredResources": ["nvidia.com/gpu"],
         "flavors": [
             # Slices on the time-sliced pool: 4 of its 8.
-            {"name": "inference", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4, "lendingLimit": 2}]},
-            {"name": "training", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 2, "borrowingLimit": 2}]},
+            {
+                "name": "inference",
+                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4, "lendingLimit": 2}],
+            },
+            {
+                "name": "training",
+                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 2, "borrowingLimit": 2}],
+            },
         ],
     }
 
@@ -118,7 +128,9 @@ def test_the_platform_priority_classes(dev) -> None:
 def test_manager_config_scopes_jobs_to_the_teams_and_quota_to_gpus(dev) -> None:
     config = kueue_objects.manager_config(dev.teams)
     assert config["managedJobsNamespaceSelector"] == {
-        "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["speech", "vision"]}]
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["speech", "vision"]}
+        ]
     }
     assert config["integrations"] == {"frameworks": ["batch/job"]}
     assert "nvidia.com/gpu" not in config["resources"]["excludeResourcePrefixes"]

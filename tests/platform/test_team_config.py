@@ -29,7 +29,10 @@ def _refusal(teams, pools=POOLS) -> str:
 
 
 TWO_TEAMS = {
-    "vision": {"namespace": "vision", "quotas": {"inference": {"nominalQuota": 4}, "training": {"nominalQuota": 2}}},
+    "vision": {
+        "namespace": "vision",
+        "quotas": {"inference": {"nominalQuota": 4}, "training": {"nominalQuota": 2}},
+    },
     "speech": {
         "namespace": "speech",
         "quotas": {"training": {"nominalQuota": 2, "borrowingLimit": 2, "lendingLimit": 1}},
@@ -92,20 +95,27 @@ def test_an_unknown_pool_is_refused_with_the_allowed_pools() -> None:
 
 
 def test_borrowing_beyond_the_pool_is_refused() -> None:
-    message = _refusal({"a": {"namespace": "a", "quotas": {"training": {"nominalQuota": 2, "borrowingLimit": 3}}}})
+    message = _refusal(
+        {"a": {"namespace": "a", "quotas": {"training": {"nominalQuota": 2, "borrowingLimit": 3}}}}
+    )
     assert message.startswith("teams.a.quotas.training: nominalQuota 2 + borrowingLimit 3")
     assert "lower borrowingLimit" in message
 
 
 def test_lending_more_than_the_nominal_quota_is_refused() -> None:
-    message = _refusal({"a": {"namespace": "a", "quotas": {"training": {"nominalQuota": 1, "lendingLimit": 2}}}})
+    message = _refusal(
+        {"a": {"namespace": "a", "quotas": {"training": {"nominalQuota": 1, "lendingLimit": 2}}}}
+    )
     assert message.startswith("teams.a.quotas.training.lendingLimit (2) must not exceed nominalQuota (1)")
 
 
 @pytest.mark.parametrize(
     ("quota", "expected"),
     [
-        ({"nominalQuota": -1}, "teams.a.quotas.training.nominalQuota must be a whole number from 0 to 57600, got -1"),
+        (
+            {"nominalQuota": -1},
+            "teams.a.quotas.training.nominalQuota must be a whole number from 0 to 57600, got -1",
+        ),
         ({"nominalQuota": True}, "teams.a.quotas.training.nominalQuota must be a whole number"),
         ({"nominalQuota": "two"}, "teams.a.quotas.training.nominalQuota must be a whole number"),
         ({}, "teams.a.quotas.training.nominalQuota is required"),
@@ -132,7 +142,9 @@ def test_a_reserved_or_malformed_namespace_is_refused(namespace) -> None:
 
 
 def test_a_priority_outside_the_platform_classes_is_refused_with_them() -> None:
-    message = _refusal({"a": {"namespace": "a", "quotas": {"training": {"nominalQuota": 1}}, "priority": "urgent"}})
+    message = _refusal(
+        {"a": {"namespace": "a", "quotas": {"training": {"nominalQuota": 1}}, "priority": "urgent"}}
+    )
     assert message == "teams.a.priority must be one of low, normal, high, got 'urgent'"
 
 
