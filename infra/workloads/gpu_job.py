@@ -20,6 +20,7 @@ import pulumi_kubernetes as k8s
 from infra.workloads import child_options, component, images
 from infra.workloads.durations import duration_seconds
 from infra.workloads.job import place_job_checked, replace_unready_wait
+from infra.workloads.placement import Placement
 from infra.workloads.podspec import as_placement
 from infra.workloads.queues import MIN_PARALLELISM, PRIORITY_LABEL, QUEUE_LABEL, QueueSettings
 from infra.workloads.values import UNKNOWN, PodSpecError, known
@@ -267,7 +268,7 @@ def _queued_metadata(owner: str, queued: QueueSettings, metadata: Any, args: Gpu
     eager = merge(metadata, args.placement, final=False)  # refuse before anything is declared
     if not has_outputs(metadata) and not has_outputs(args.placement):
         return eager
-    placement = args.placement.to_dict() if hasattr(args.placement, "to_dict") else args.placement
+    placement = args.placement.to_dict() if isinstance(args.placement, Placement) else args.placement
     return pulumi.Output.all(pulumi.Output.from_input(metadata), pulumi.Output.from_input(placement)).apply(
         lambda both: merge(both[0], both[1], final=True)
     )

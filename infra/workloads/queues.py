@@ -7,6 +7,7 @@ Decision 0099.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -117,8 +118,9 @@ class QueueSettings:
                 f"priority {priority!r} is not a priority class the platform declares; allowed: "
                 f"{', '.join(PRIORITY_CLASSES)}"
             )
-        if self.min_parallelism is not None and (as_whole(self.min_parallelism) or 0) < 1:
-            raise PodSpecError(f"min_parallelism must be a whole number >= 1, got {self.min_parallelism!r}")
+        least = self.min_parallelism
+        if least is not None and (as_whole(least) or 0) < 1:
+            raise PodSpecError(f"min_parallelism must be a whole number >= 1, got {least!r}")
         if replace_unready:
             raise PodSpecError(
                 "replace_unready=True on a queued Job (queue=...): while Kueue holds it suspended, or after it "
@@ -126,7 +128,8 @@ class QueueSettings:
                 "pulumi up, sending it to the back of the queue; drop replace_unready (Kueue requeues a Job "
                 "whose pods never become ready) or queue"
             )
-        return self
+        # A number from YAML or JSON arrives as 2.0: the annotation must say 2.
+        return dataclasses.replace(self, min_parallelism=as_whole(least) if least is not None else None)
 
     def check_spec(self, spec: Mapping[str, Any]) -> None:
         """A queued Job's spec: Kueue owns ``suspend``; partial admission needs more pods than its minimum."""
