@@ -155,6 +155,7 @@ def test_the_pinned_charts_job_webhook_acts_only_in_the_teams_namespaces(rendere
     job = next(w for w in mutating["webhooks"] if w["name"] == "mjob.kb.io")
     assert job["failurePolicy"] == "Fail"
     assert job["namespaceSelector"]["matchExpressions"][0]["values"] == ["speech", "vision"]
+    assert not [o for o in rendered if o["kind"] == "DaemonSet"]  # no node agent (infra/tooling/agents.py)
     deployment = next(o for o in rendered if o["kind"] == "Deployment")
     (manager,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "manager"]
     assert manager["image"] == "registry.k8s.io/kueue/kueue:v0.17.0"
