@@ -38,21 +38,16 @@ def helm_values(config: PlatformConfig) -> dict[str, Any]:
     }
 
 
-def _custom_resource(
-    manifest: dict[str, Any], opts: pulumi.ResourceOptions
-) -> k8s.apiextensions.CustomResource:
-    rest = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata")}
+def _kueue_object(manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """One Kueue object as the manifest says it, under the type token pulumi-kubernetes gives a custom
+    resource (``kubernetes:<apiVersion>:<kind>``). Not ``apiextensions.CustomResource``, which takes only
+    ``spec``: a WorkloadPriorityClass's ``value`` is a top-level field."""
     where = manifest["metadata"].get("namespace")
-    return k8s.apiextensions.CustomResource(
-        "-".join(
-            ["kueue", manifest["kind"].lower(), *([where] if where else []), manifest["metadata"]["name"]]
-        ),
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
-        metadata=manifest["metadata"],
-        opts=opts,
-        **rest,
+    name = "-".join(
+        ["kueue", manifest["kind"].lower(), *([where] if where else []), manifest["metadata"]["name"]]
     )
+    token = f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}"
+    return pulumi.CustomResource(token, name, dict(manifest), opts)
 
 
 def kueue(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
@@ -76,6 +71,6 @@ def kueue(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> li
     # The queue objects need the chart's CRDs and its webhooks serving; LocalQueues their namespace.
     after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release, *teams]))
     queued = [
-        _custom_resource(manifest, after) for manifest in kueue_objects.objects(config.contract, config.teams)
+        _kueue_object(manifest, after) for manifest in kueue_objects.objects(config.contract, config.teams)
     ]
     return [namespace, *teams, release, *queued]
