@@ -160,3 +160,15 @@ def test_the_pinned_charts_job_webhook_acts_only_in_the_teams_namespaces(rendere
     (manager,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "manager"]
     assert manager["image"] == "registry.k8s.io/kueue/kueue:v0.17.0"
     assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {"node-role": "system"}
+
+
+def test_every_object_is_valid_for_the_pinned_crds(dev) -> None:
+    from infra.tooling.manifests import ManifestError, validate_manifest
+
+    objects = kueue_objects.objects(dev.contract, dev.teams)
+    for manifest in objects:
+        validate_manifest(manifest, "1.35")
+    queue = copy.deepcopy(_by_kind(objects, "ClusterQueue")["vision"])
+    queue["spec"]["preemption"]["withinClusterQueue"] = "Always"
+    with pytest.raises(ManifestError, match="spec.preemption.withinClusterQueue: 'Always' is not one of"):
+        validate_manifest(queue, "1.35")
