@@ -116,7 +116,9 @@ def _gpus(value: Any) -> Fraction | None:
 def _reach(resources: Resources, placement: Placement, pool: str) -> int | None:
     """The most nvidia.com/gpu pool ``pool`` can have: its node groups' maxSize x GPUs x slices, its NodePools'
     GPU limit; None when the stack shows no bound for it."""
-    replicas = next((p.time_slicing_replicas for p in placement.pools if p.name == pool), 1)
+    replicas = next((p.time_slicing_replicas for p in placement.pools if p.name == pool), None)
+    if replicas is None:
+        return None  # a contract without the pool cannot say how many slices a GPU is
     total, seen = 0, False
     for t, _, p in resources:
         if t == NODE_GROUP and labels(p).get(POOL_LABEL) == pool:

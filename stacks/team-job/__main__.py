@@ -35,18 +35,29 @@ job = GpuJob(
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
+                    # Not root: the security profile then gives the container the restricted defaults.
+                    "securityContext": {"runAsUser": 10001, "runAsGroup": 10001},
                     "containers": [
                         {
                             "name": "train",
                             "image": config.require("image"),
+                            "imagePullPolicy": "Always",
                             # Stands in for a training script: PyTorch sees the GPUs the pod was given.
-                            "command": ["python", "-c", "import torch; print(torch.cuda.device_count(), 'GPUs')"],
+                            "command": [
+                                "python",
+                                "-c",
+                                "import torch; print(torch.cuda.device_count(), 'GPUs')",
+                            ],
                             "resources": {
                                 "requests": {"cpu": "16", "memory": "64Gi"},
                                 "limits": {"cpu": "16", "memory": "64Gi"},
                             },
+                            # Writes go to the emptyDir only.
+                            "securityContext": {"readOnlyRootFilesystem": True},
+                            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
                         }
-                    ]
+                    ],
+                    "volumes": [{"name": "tmp", "emptyDir": {}}],
                 },
             },
         },
@@ -59,6 +70,14 @@ job = GpuJob(
         # The contract as the platform exported it, with the teams' queues the Job is checked against.
         placement=platform.require_output("placement"),
     ),
+    opts=pulumi.ResourceOptions(provider=provider),
+)
+
+# A training pod takes no connections: nothing is allowed in.
+k8s.networking.v1.NetworkPolicy(
+    "finetune",
+    metadata={"name": "finetune", "namespace": namespace},
+    spec={"podSelector": {"matchLabels": labels}, "policyTypes": ["Ingress"]},
     opts=pulumi.ResourceOptions(provider=provider),
 )
 

@@ -170,5 +170,5 @@ def test_every_object_is_valid_for_the_pinned_crds(dev) -> None:
         validate_manifest(manifest, "1.35")
     queue = copy.deepcopy(_by_kind(objects, "ClusterQueue")["vision"])
     queue["spec"]["preemption"]["withinClusterQueue"] = "Always"
-    with pytest.raises(ManifestError, match="spec.preemption.withinClusterQueue: 'Always' is not one of"):
+    with pytest.raises(ManifestError, match=r"spec\.preemption\.withinClusterQueue: 'Always' is not one of"):
         validate_manifest(queue, "1.35")
