@@ -95,7 +95,7 @@ export interface GpuDeploymentArgs {
      */
     checkImageArchitecture?: boolean;
     /**
-     * How long `pulumi up` waits for the Deployment's rollout on create, as a duration ("90m", "2h"; default 30m). Use this rather than the customTimeouts resource option, which the component provider does not pass on (pulumi 3.272.0).
+     * How long `pulumi up` waits for the Deployment's rollout on create, as a duration ("90m", "2h"; default 30m). The customTimeouts resource option does the same: give one or the other.
      */
     createTimeout?: string;
     /**

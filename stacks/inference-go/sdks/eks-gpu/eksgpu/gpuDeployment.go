@@ -53,7 +53,7 @@ type gpuDeploymentArgs struct {
 	Autoscaled *bool `pulumi:"autoscaled"`
 	// Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true).
 	CheckImageArchitecture *bool `pulumi:"checkImageArchitecture"`
-	// How long `pulumi up` waits for the Deployment's rollout on create, as a duration ("90m", "2h"; default 30m). Use this rather than the customTimeouts resource option, which the component provider does not pass on (pulumi 3.272.0).
+	// How long `pulumi up` waits for the Deployment's rollout on create, as a duration ("90m", "2h"; default 30m). The customTimeouts resource option does the same: give one or the other.
 	CreateTimeout *string `pulumi:"createTimeout"`
 	// How long `pulumi destroy` waits for the deletion, as a duration (default pulumi-kubernetes' own).
 	DeleteTimeout *string `pulumi:"deleteTimeout"`
@@ -83,7 +83,7 @@ type GpuDeploymentArgs struct {
 	Autoscaled *bool
 	// Refuse images without a linux/arm64 build (the GPU nodes are arm64), asked of their registries before anything is declared (default true).
 	CheckImageArchitecture *bool
-	// How long `pulumi up` waits for the Deployment's rollout on create, as a duration ("90m", "2h"; default 30m). Use this rather than the customTimeouts resource option, which the component provider does not pass on (pulumi 3.272.0).
+	// How long `pulumi up` waits for the Deployment's rollout on create, as a duration ("90m", "2h"; default 30m). The customTimeouts resource option does the same: give one or the other.
 	CreateTimeout *string
 	// How long `pulumi destroy` waits for the deletion, as a duration (default pulumi-kubernetes' own).
 	DeleteTimeout *string
