@@ -98,10 +98,10 @@ def test_each_team_has_a_cluster_queue_in_one_cohort_scoped_to_its_namespace(dev
     assert group == {
         "coveredResources": ["nvidia.com/gpu"],
         "flavors": [
-            # Slices on the time-sliced pool: 4 of its 8.
+            # Slices on the time-sliced pool: 2 of its 8.
             {
                 "name": "inference",
-                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4, "lendingLimit": 2}],
+                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 2, "lendingLimit": 1}],
             },
             {
                 "name": "training",

@@ -71,8 +71,8 @@ def test_a_cluster_queue_naming_an_undeclared_flavor_is_refused(dev) -> None:
 
 
 def test_quota_promised_beyond_what_the_pool_reaches_is_refused(dev) -> None:
-    def more(p):  # vision's inference quota 4 -> 5: with speech's 4, 9 slices of the pool's 8
-        p["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 5
+    def more(p):  # vision's inference quota 2 -> 7: with speech's 2, 9 slices of the pool's 8
+        p["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 7
 
     (message,) = _found(_edited(dev, "ClusterQueue", "vision", more), "flavor-quota-reachable")
     assert message.startswith(
