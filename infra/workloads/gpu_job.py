@@ -252,10 +252,11 @@ def _queued_metadata(owner: str, queued: QueueSettings, metadata: Any, args: Gpu
             if not isinstance(wire, Mapping):
                 return meta
             _refuse_hand_written(wire, queued)
-            if queued.queue is None:
-                return meta
             queues = as_placement(placement).queues if final or not has_outputs(placement) else None
             namespace = wire.get("namespace")
+            if queued.queue is None:
+                queued.check_unqueued(queues or (), namespace)
+                return meta
             team = queued.team(queues, namespace, args.pool) if queues is not None else None
             labels, annotations = wire.get("labels"), wire.get("annotations")
             if not known(labels) or not known(annotations):

@@ -198,6 +198,19 @@ class QueueSettings:
             )
         return team
 
+    def check_unqueued(self, queues: Sequence[TeamQueue], namespace: Any) -> None:
+        """A Job naming no queue in a team's namespace: Kueue's LocalQueue ``default`` takes it anyway
+        (LocalQueueDefaulting, GA in 0.17), so it is queued without the waits and refusals that needs."""
+        if self.queue is not None or namespace is None or not known(namespace):
+            return
+        for team in queues:
+            if team.namespace == namespace:
+                raise PodSpecError(
+                    f"namespace {namespace!r} is team {team.team!r}'s: Kueue queues every Job there (its LocalQueue "
+                    f"{team.name!r} takes the Jobs that name none); pass queue={team.name!r}, which makes the waits "
+                    "allow for the queue and refuses what a queued Job cannot do (replace_unready)"
+                )
+
     def labels(self, team: TeamQueue | None) -> dict[str, str]:
         """The Job's Kueue labels: its queue, and its priority class (the team's default if it names none)."""
         if self.queue is None:

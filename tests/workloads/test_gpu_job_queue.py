@@ -71,7 +71,14 @@ def test_it_keeps_the_placement_the_flavor_gives(run) -> None:
 
 
 def test_an_unqueued_job_has_no_kueue_label(run) -> None:
-    assert "labels" not in _job(run, metadata={"namespace": "vision"}).inputs["metadata"]
+    assert "labels" not in _job(run, metadata={"namespace": "training"}).inputs["metadata"]
+
+
+def test_an_unqueued_job_in_a_teams_namespace_is_refused(run) -> None:
+    """Kueue's LocalQueue default would queue it anyway, with none of a queued Job's waits and refusals."""
+    message = _refused(run, metadata={"namespace": "vision"})
+    assert "namespace 'vision' is team 'vision''s: Kueue queues every Job there" in message
+    assert "pass queue='default'" in message
 
 
 def test_its_wait_allows_for_the_queue(run) -> None:
@@ -80,7 +87,7 @@ def test_its_wait_allows_for_the_queue(run) -> None:
         "240m",
         "240m",
     )
-    assert _job(run, metadata={"namespace": "vision"}).custom_timeouts[:2] == ("60m", "60m")
+    assert _job(run, metadata={"namespace": "training"}).custom_timeouts[:2] == ("60m", "60m")
     mine = _job(run, metadata={"namespace": "vision"}, queue="default", create_timeout="8h")
     assert mine.custom_timeouts[:2] == ("8h", "240m")
 
@@ -147,7 +154,7 @@ def test_partial_admission_on_a_team_that_opted_in(run) -> None:
             {"metadata": {"namespace": "vision"}, "queue": "default", "priority": "urgent"},
             "allowed: low, normal, high",
         ),
-        ({"metadata": {"namespace": "vision"}, "priority": "high"}, "priority='high' needs queue="),
+        ({"metadata": {"namespace": "training"}, "priority": "high"}, "priority='high' needs queue="),
         ({"metadata": {"namespace": "vision"}, "queue": "Default"}, "queue must be a LocalQueue name"),
         (
             {"metadata": {"namespace": "vision", "labels": {QUEUE_LABEL: "default"}}},
