@@ -36,6 +36,7 @@ from infra.tooling.manifests import HELM_RELEASE_TYPE, is_manifest_type, manifes
 from infra.tooling.offline import Registration, Run, Secret, load_project, run_project
 from infra.tooling.policy_rules import STACK, Links, declared_contracts, pod_specs_of
 from infra.tooling.policy_rules import check as check_policies
+from infra.tooling.queue_rules import quota_lines
 from infra.tooling.resource_keys import Named
 from infra.workloads.images import image_check_status
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL
@@ -332,6 +333,12 @@ def project_report(
         blocks.append("\nagents (DaemonSets): on which node groups (and Karpenter NodePools) each lands:")
         blocks.append("\n".join(agent_table(landings(resources, contracts[0]))))
         blocks.append("\n" + "\n".join(cost_lines(stack_cost(resources), region)))
+    teams = quota_lines(resources, contracts[0])
+    if teams:
+        blocks.append(
+            "\nteams (Kueue): quota per pool in nvidia.com/gpu as the pool advertises it (slices when shared):"
+        )
+        blocks += teams
     violations = check_policies(policy_resources, contracts, links=links)
     blocks.append(
         "\npolicy pack (policy/): "

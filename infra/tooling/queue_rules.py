@@ -185,3 +185,38 @@ def priority_class_declared(resources: Resources, placement: Placement) -> list[
         for key, _, name in _jobs_labelled(resources, PRIORITY_LABEL)
         if name not in declared
     ]
+
+
+def quota_lines(resources: Resources, placement: Placement) -> list[str]:
+    """The preview's view of the teams: each ClusterQueue's namespace and quota per pool, then what the
+    queues promise on each pool against what it can reach; empty without ClusterQueues."""
+    lines = []
+    promised: dict[str, Fraction] = {}
+    for t, _, p in resources:
+        if not _kind(t, "ClusterQueue"):
+            continue
+        spec = p.get("spec") or {}
+        selector = ((spec.get("namespaceSelector") or {}).get("matchLabels") or {}).values()
+        shares = []
+        for group in spec.get("resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                for quota in flavor.get("resources") or []:
+                    if quota.get("name") != GPU_RESOURCE or _gpus(quota.get("nominalQuota")) is None:
+                        continue
+                    name = str(flavor.get("name"))
+                    promised[name] = promised.get(name, Fraction(0)) + _gpus(quota["nominalQuota"])
+                    limits = [f"{k} {quota[k]}" for k in ("borrowingLimit", "lendingLimit") if k in quota]
+                    shares.append(
+                        f"{name} {quota['nominalQuota']}" + (f" ({', '.join(limits)})" if limits else "")
+                    )
+        where = ", ".join(selector) or "no namespace"
+        lines.append(f"  {_meta(p).get('name')} (namespace {where}): {'; '.join(shares) or 'no GPU quota'}")
+    for t, _, p in resources:
+        name = _meta(p).get("name")
+        if _kind(t, "ResourceFlavor") and name in promised:
+            pool = ((p.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
+            reach = _reach(resources, placement, pool) if pool else None
+            lines.append(
+                f"  pool {pool}: {promised[name]} promised of {'?' if reach is None else reach} it can reach"
+            )
+    return lines

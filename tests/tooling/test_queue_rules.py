@@ -125,3 +125,13 @@ def test_without_kueue_nothing_is_judged() -> None:
         for v in check([_job("x", **{QUEUE_LABEL: "q", PRIORITY_LABEL: "p"})], DEFAULT_PLACEMENT)
         if v.rule in KUEUE_RULES
     ] == []
+
+
+def test_the_preview_shows_each_teams_quota_and_each_pools_promise(dev) -> None:
+    from infra.tooling.queue_rules import quota_lines
+
+    lines = quota_lines(dev, declared_contracts(dev)[0])
+    assert "  vision (namespace vision): inference 2 (lendingLimit 1); training 2 (borrowingLimit 2)" in lines
+    assert "  pool inference: 4 promised of 8 it can reach" in lines  # slices: 2 nodes x 1 GPU x 4
+    assert "  pool training: 4 promised of 4 it can reach" in lines
+    assert quota_lines([_job("x")], DEFAULT_PLACEMENT) == []
