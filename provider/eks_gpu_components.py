@@ -62,6 +62,12 @@ class GpuJobArgs(_WorkloadArgs):
 
     wait_for_completion: NotRequired[bool]
     """Wait in `pulumi up` until the Job completes (default true); false adds the annotation pulumi.com/skipAwait: "true"."""
+    queue: NotRequired[str]
+    """Submit the Job to Kueue through this LocalQueue of its namespace (each team's is "default"; the platform's `teams:`): Kueue admits it when the team's GPU quota allows (label kueue.x-k8s.io/queue-name). Needs metadata.namespace, the team's namespace, when the placement lists the teams' queues. createTimeout/updateTimeout default to 4h while it waits for completion."""
+    priority: NotRequired[str]
+    """With queue: the Job's Kueue priority class, "low", "normal" or "high" (default the team's); a higher one preempts a lower one of the same team."""
+    min_parallelism: NotRequired[int]
+    """With queue: Kueue may start the Job with this many pods or more, fewer than its parallelism (partial admission; only for a team with partialAdmission: true)."""
     replace_unready: NotRequired[bool]
     """Run a failed Job again: the next `pulumi up` replaces it (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). pulumi-kubernetes replaces any Job that is not Complete, a running one too, so this needs spec.activeDeadlineSeconds (a plain number), no spec.suspend and waitForCompletion true; `pulumi up` then waits at least the deadline + the pods' grace period + 2 minutes (createTimeout/updateTimeout default to that; shorter ones are refused), so the Job has completed or failed when a later `pulumi up` looks at it."""
 

@@ -38,6 +38,7 @@ from infra.platform.config_words import Words
 from infra.platform.node_pools import SYSTEM_LABEL
 from infra.platform.pool_config import GpuPoolConfig, NodeGroupConfig, Pool
 from infra.platform.subnets import subnet_layout
+from infra.platform.team_config import TeamConfig, TeamName, check_teams, team_queues
 from infra.workloads.placement import Placement, PlacementError
 
 # The minors with pinned add-ons (addons.py), those in EKS standard support (AWS user guide,
@@ -201,6 +202,8 @@ class PlatformConfig(Section):
     """true protects the VPC, the KMS key and the cluster from deletion and replacement; GPU pools stay replaceable."""
     observability: Annotated[ObservabilityConfig, SECTION]
     """GPU metrics, node health agents, the GPU dashboard and alarms."""
+    teams: Annotated[dict[TeamName, TeamConfig], Field(json_schema_extra={"x-key": "team"})] = {}
+    """GPU quotas per team through Kueue (docs/teams.md): each team's namespace, quota per pool, priority; unset: no Kueue at all."""
 
     @model_validator(mode="after")
     def _consistent(self) -> PlatformConfig:
@@ -213,6 +216,7 @@ class PlatformConfig(Section):
                 f".placement.key {contract.key!r} collides with the system group's label; choose another key"
             )
         self._karpenter_runs_here()
+        check_teams(self.teams, self.pools)
         return self
 
     def _karpenter_runs_here(self) -> None:
@@ -279,7 +283,10 @@ class PlatformConfig(Section):
     def contract(self) -> Placement:
         """The placement contract with this stack's pools: what node groups, plugin and consumers read."""
         return Placement(
-            key=self.placement.key, value=self.placement.value, pools=tuple(p.contract for p in self.pools)
+            key=self.placement.key,
+            value=self.placement.value,
+            pools=tuple(p.contract for p in self.pools),
+            queues=team_queues(self.teams),
         )
 
 

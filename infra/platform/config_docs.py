@@ -30,10 +30,11 @@ def _rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, st
     for name, field in schema["properties"].items():
         key, node = f"{prefix}{name}", resolve(field)
         what = node["description"]
-        if "patternProperties" in node:  # a map of named sections: gpuPools.<pool>
-            names = node["propertyNames"]["x-allowed"]
-            yield key, "", f"map of pool name ({names}) to the fields below", what
-            yield from _rows(resolve(next(iter(node["patternProperties"].values()))), f"{key}.<pool>.")
+        if "patternProperties" in node:  # a map of named sections: gpuPools.<pool>, teams.<team>
+            names, name_of = node["propertyNames"]["x-allowed"], node.get("x-key", "pool")
+            yield key, "", f"map of {name_of} name ({names}) to the fields below", what
+            value = resolve(next(iter(node["patternProperties"].values())))
+            yield from _rows(value, f"{key}.<{name_of}>.")
         elif "properties" in node:
             yield key, "", "object", what
             yield from _rows(node, f"{key}.")

@@ -87,9 +87,10 @@ class Words:
             return ", ".join((f"{words} (e.g. {', '.join(code(e) for e in examples)})", *bounds))
         if "x-allowed" in node:
             return node["x-allowed"] + "".join(f", e.g. {code(e)}" for e in node.get("examples", [])[:1])
-        if "patternProperties" in node:
-            names = node["propertyNames"]["x-allowed"]
-            return f"a map of pool name to pool settings, at least {node['minProperties']} (a pool name: {names})"
+        if "patternProperties" in node:  # gpuPools, teams, teams.<team>.quotas: x-key names the map's keys
+            names, key = node["propertyNames"]["x-allowed"], node.get("x-key", "pool")
+            least = f", at least {node['minProperties']}" if "minProperties" in node else ""
+            return f"a map of {key} name to {key} settings{least} (a {key} name: {names})"
         if "properties" in node:
             return "an object of settings (key: value)"
         return ""

@@ -13,6 +13,7 @@ from infra.platform.config import PlatformConfig, Pool
 from infra.platform.device_plugin import device_plugin
 from infra.platform.iam import node_role
 from infra.platform.karpenter import karpenter
+from infra.platform.kueue import kueue
 from infra.platform.network import Network, network
 from infra.platform.node_group import managed_node_group
 from infra.platform.observability import observability
@@ -60,6 +61,11 @@ class GpuPlatform(pulumi.ComponentResource):
             "nvidia-device-plugin", config.device_plugin, config.contract, on_cluster
         )
         self._scalers(config, net, gpu_pools)
+        # Teams' GPU quotas (infra/platform/kueue.py): only with teams:, on the system nodes.
+        on_system = pulumi.ResourceOptions(
+            parent=self, provider=self.provider, depends_on=[self.system_nodes]
+        )
+        self.kueue = kueue("kueue", config, on_system)
         # GPU metrics, node health for auto-repair, dashboard and alarms (infra/platform/observability.py).
         observability(name, config, pod_identity_agent=self.pod_identity_agent, opts=after_nodes)
         self.register_outputs({"kubeconfig": self.kubeconfig})

@@ -40,29 +40,35 @@ def _kubernetes_validate() -> ModuleType:
 
 
 # Custom resources the platform declares, checked against the CRDs of the pinned Karpenter
-# (localcluster/karpenter.py): kubernetes-validate knows only Kubernetes' own kinds.
-CRD_GROUPS = ("karpenter.sh", "karpenter.k8s.aws")
+# (localcluster/karpenter.py) and Kueue: kubernetes-validate knows only Kubernetes' own kinds.
+CRD_GROUPS = ("karpenter.sh", "karpenter.k8s.aws", "kueue.x-k8s.io")
 
 
 # The AWS provider's module at the pinned Karpenter version: its pkg/apis/crds holds every Karpenter
 # CRD the platform uses (NodePool, NodeOverlay, EC2NodeClass). Package data, as chart-pins.
 KARPENTER_PINS = Path(__file__).resolve().parent / "karpenter-pins"
 KARPENTER_AWS = "github.com/aws/karpenter-provider-aws"
+# Kueue's plain CRDs (its chart's are templates) at the version infra/platform/kueue.py installs.
+KUEUE_PINS = Path(__file__).resolve().parent / "kueue-pins"
+KUEUE = "sigs.k8s.io/kueue"
 
 
 @functools.cache
 def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    """(apiVersion, kind) -> the openAPIV3Schema of the pinned Karpenter CRDs."""
+    """(apiVersion, kind) -> the openAPIV3Schema of the pinned Karpenter and Kueue CRDs."""
     import yaml
 
     from infra.tooling.gomod import module_dir
 
-    crds = module_dir(KARPENTER_PINS, KARPENTER_AWS) / "pkg" / "apis" / "crds"
+    paths = [
+        *sorted((module_dir(KARPENTER_PINS, KARPENTER_AWS) / "pkg" / "apis" / "crds").glob("*.yaml")),
+        *sorted((module_dir(KUEUE_PINS, KUEUE) / "config" / "components" / "crd" / "bases").glob("*.yaml")),
+    ]
     return {
         (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"]): version["schema"][
             "openAPIV3Schema"
         ]
-        for path in sorted(crds.glob("*.yaml"))
+        for path in paths
         for crd in yaml.safe_load_all(path.read_text())
         if crd
         for version in crd["spec"]["versions"]
@@ -74,7 +80,9 @@ def _validate_custom(manifest: Mapping[str, Any], ref: str) -> None:
 
     schema = _crd_schemas().get((str(manifest.get("apiVersion")), str(manifest.get("kind"))))
     if schema is None:
-        raise ManifestError(f"{ref}: no CRD of the pinned Karpenter serves {manifest.get('apiVersion')}")
+        raise ManifestError(
+            f"{ref}: no CRD of the pinned Karpenter or Kueue serves {manifest.get('apiVersion')}"
+        )
     try:
         jsonschema.validate(dict(manifest), schema)
     except jsonschema.ValidationError as error:

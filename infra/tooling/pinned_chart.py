@@ -1,4 +1,4 @@
-"""The NVIDIA device plugin's chart at the version the tooling pins, rendered by helm."""
+"""The NVIDIA device plugin's chart (and Kueue's) at the version the tooling pins, rendered by helm."""
 
 from __future__ import annotations
 
@@ -64,3 +64,17 @@ def render(
         timeout=RENDER_TIMEOUT,
     ).stdout
     return [d for d in yaml.safe_load_all(out) if d]
+
+
+KUEUE_PINS = Path(__file__).resolve().parent / "kueue-pins"
+KUEUE_MODULE = "sigs.k8s.io/kueue"
+
+
+def kueue_chart_dir() -> Path:
+    """Kueue's chart (``charts/kueue``) at the version ``kueue-pins`` pins (infra/platform/kueue.py installs it)."""
+    return module_dir(KUEUE_PINS, KUEUE_MODULE) / "charts" / "kueue"
+
+
+def kueue_version() -> str:
+    """Kueue's pinned release, without its ``v``."""
+    return pinned_version(KUEUE_PINS, KUEUE_MODULE).removeprefix("v")

@@ -25,6 +25,12 @@ from infra.tooling.agents import (
 )
 from infra.tooling.manifests import HELM_RELEASE_TYPE, is_manifest_type
 from infra.tooling.node_group_props import labels, problems, taints
+from infra.tooling.queue_rules import (
+    cluster_queue_scoped,
+    flavor_quota_reachable,
+    priority_class_declared,
+    queued_job_declared_queue,
+)
 from infra.tooling.resource_keys import resource_key
 from infra.workloads import gpu_deployment, gpu_job
 from infra.workloads.placement import (
@@ -270,6 +276,11 @@ RULES = (
     RuleSpec("security-baseline", security_baseline, "mandatory", contract=False),
     RuleSpec("gpu-agents-on-gpu-pools", gpu_agents_on_gpu_pools, "mandatory", stack=True),
     RuleSpec("agent-placement-unknown", agent_placement_unknown, "advisory", stack=True),
+    # Kueue's objects and queued Jobs (infra/tooling/queue_rules.py, decision 0099).
+    RuleSpec("queued-job-declared-queue", queued_job_declared_queue, "mandatory", stack=True),
+    RuleSpec("cluster-queue-scoped", cluster_queue_scoped, "mandatory", stack=True),
+    RuleSpec("flavor-quota-reachable", flavor_quota_reachable, "mandatory", stack=True),
+    RuleSpec("priority-class-declared", priority_class_declared, "mandatory", stack=True),
 )
 
 

@@ -20,8 +20,11 @@ import pulumi_kubernetes as k8s
 from infra.workloads import child_options, component, images
 from infra.workloads.durations import duration_seconds
 from infra.workloads.job import place_job_checked, replace_unready_wait
+from infra.workloads.placement import Placement
+from infra.workloads.podspec import as_placement
+from infra.workloads.queues import MIN_PARALLELISM, PRIORITY_LABEL, QUEUE_LABEL, QueueSettings
 from infra.workloads.values import UNKNOWN, PodSpecError, known
-from infra.workloads.wire import to_wire
+from infra.workloads.wire import has_outputs, to_wire
 
 TYPE_TOKEN = "eks-gpu:index:GpuJob"
 SPEC_ARGS = k8s.batch.v1.JobSpecArgs
@@ -41,6 +44,10 @@ REPLACE_ON_CHANGES = (
 )
 """Job fields the API refuses to patch (``ValidateJobSpecUpdate``) that pulumi-kubernetes would patch in place:
 changing one replaces the Job instead of leaving ``pulumi up`` stuck on the API's refusal."""
+QUEUE_WAIT_MINUTES = 180
+"""What a queued Job's wait adds to JOB_TIMEOUT for its time in the queue: pulumi-kubernetes waits for
+Complete only, a suspended (queued or preempted) Job just keeps it waiting (decision 0099)."""
+QUEUED_JOB_TIMEOUT = f"{int(component.JOB_TIMEOUT.removesuffix('m')) + QUEUE_WAIT_MINUTES}m"
 
 
 @dataclass(kw_only=True)
@@ -49,6 +56,13 @@ class GpuJobArgs(component.GpuWorkloadArgs[k8s.batch.v1.JobSpecArgs]):
 
     wait_for_completion: bool = True
     """Wait in ``pulumi up`` until the Job completes; ``False`` adds ``pulumi.com/skipAwait: "true"``."""
+    queue: str | None = None
+    """Submit the Job to Kueue through this LocalQueue of its namespace (each team's is ``default``): Kueue
+    admits it when the team's GPU quota allows (label ``kueue.x-k8s.io/queue-name``; docs/teams.md)."""
+    priority: str | None = None
+    """With ``queue``: its Kueue priority class (``low``, ``normal``, ``high``); default the team's."""
+    min_parallelism: int | None = None
+    """With ``queue``: let Kueue start it with this many pods or more (partial admission; the team's opt-in)."""
     replace_unready: bool = False
     """Run a failed Job again: the next ``pulumi up`` replaces it (``pulumi.com/replaceUnready: "true"``).
 
@@ -79,12 +93,16 @@ class GpuJob(pulumi.ComponentResource):
             timeouts_given = component.user_timeouts(args, opts)
             gpus, profile = component.gpu_settings(args)
             _check_job_settings(args)
+            queued = QueueSettings(args.queue, args.priority, args.min_parallelism).check(
+                replace_unready=args.replace_unready
+            )
 
-        place = functools.partial(place_job_checked, gpus=gpus, pool=args.pool, profile=profile)
+        place = functools.partial(_place_queued, queued, gpus=gpus, pool=args.pool, profile=profile)
         eager = component.place_now(owner, args, SPEC_ARGS, place)
         with component.refusals(owner):
             timeouts = _job_timeouts(args, timeouts_given)
         metadata = _job_metadata(owner, args, component.late_timeout_check(timeouts_given.annotated))
+        metadata = _queued_metadata(owner, queued, metadata, args)
         args = images.check_workload_images(owner, args, SPEC_ARGS)
 
         super().__init__(TYPE_TOKEN, resource_name, None, child_options.for_component(opts))
@@ -122,7 +140,8 @@ def _job_timeouts(args: GpuJobArgs, user: component.UserTimeouts) -> pulumi.Cust
     """JOB_TIMEOUT, or with ``replace_unready`` long enough for the Job to finish or fail first."""
     given = user.timeouts
     if not args.replace_unready:
-        return component.child_timeouts(component.JOB_TIMEOUT, given)
+        default = QUEUED_JOB_TIMEOUT if args.queue is not None else component.JOB_TIMEOUT
+        return component.child_timeouts(default, given)
     wait = replace_unready_wait(to_wire(args.spec, SPEC_ARGS, unknown=UNKNOWN))
     for operation in ("create", "update"):
         mine = getattr(given, operation, None) if given else None
@@ -211,3 +230,65 @@ def _refuse_fixed_name(metadata: Mapping[str, Any]) -> None:
             "(AlreadyExists). Drop metadata.name (Pulumi auto-names the Job from the resource name) or keep "
             "waiting"
         )
+
+
+def _place_queued(queued: QueueSettings, spec: Any, placement: Any, **kwargs: Any) -> dict[str, Any]:
+    """The Job's placement, after what Kueue asks of a queued Job's spec."""
+    if known(spec) and isinstance(spec, Mapping):
+        queued.check_spec(spec)
+    return place_job_checked(spec, placement, **kwargs)
+
+
+def _queued_metadata(owner: str, queued: QueueSettings, metadata: Any, args: GpuJobArgs) -> Any:
+    """``metadata`` with Kueue's labels and annotation, once the team is found in the contract's queues.
+
+    Checked now on what is known; where the metadata or the contract is an Output, again once both
+    resolve (the namespace decides the team), before the Job is registered.
+    """
+
+    def merge(meta: Any, placement: Any, final: bool) -> Any:
+        with component.refusals(owner):
+            wire = component.wire_metadata(meta)
+            if not isinstance(wire, Mapping):
+                return meta
+            _refuse_hand_written(wire, queued)
+            queues = as_placement(placement).queues if final or not has_outputs(placement) else None
+            namespace = wire.get("namespace")
+            if queued.queue is None:
+                queued.check_unqueued(queues or (), namespace)
+                return meta
+            team = queued.team(queues, namespace, args.pool) if queues is not None else None
+            labels, annotations = wire.get("labels"), wire.get("annotations")
+            if not known(labels) or not known(annotations):
+                return meta
+            merged = {**wire, "labels": {**(labels or {}), **queued.labels(team)}}
+            if queued.annotations():
+                merged["annotations"] = {**(annotations or {}), **queued.annotations()}
+            return merged
+
+    eager = merge(metadata, args.placement, final=False)  # refuse before anything is declared
+    if not has_outputs(metadata) and not has_outputs(args.placement):
+        return eager
+    placement = args.placement.to_dict() if isinstance(args.placement, Placement) else args.placement
+    return pulumi.Output.all(pulumi.Output.from_input(metadata), pulumi.Output.from_input(placement)).apply(
+        lambda both: merge(both[0], both[1], final=True)
+    )
+
+
+def _refuse_hand_written(wire: Mapping[str, Any], queued: QueueSettings) -> None:
+    """Kueue's labels and annotation written by hand: ``queue``, ``priority`` and ``min_parallelism`` say them
+    and bring their checks (a hand-written queue label would also slip past replace_unready's refusal)."""
+    labels, annotations = wire.get("labels"), wire.get("annotations")
+    given = {
+        QUEUE_LABEL: ("queue", queued.queue, labels),
+        PRIORITY_LABEL: ("priority", queued.priority, labels),
+        MIN_PARALLELISM: ("min_parallelism", queued.min_parallelism, annotations),
+    }
+    for key, (setting, value, where) in given.items():
+        if not known(where) or not isinstance(where, Mapping) or key not in where:
+            continue
+        if value is None or str(value) != where[key]:
+            raise PodSpecError(
+                f"metadata {key!r} {where[key]!r} written by hand: use {setting}= instead, which brings the "
+                "checks that keep the Job admissible (and replace_unready off); remove it from metadata"
+            )

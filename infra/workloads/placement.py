@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.workloads.quantity import QuantityError, whole_count
+from infra.workloads.queues import QueueError, TeamQueue, queues_from_dict
 from infra.workloads.values import as_whole
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -139,9 +140,12 @@ class Placement:
     key: str = "GPU"
     value: str = "true"
     pools: tuple[GpuPool, ...] = ()
+    queues: tuple[TeamQueue, ...] = ()
+    """The teams' Kueue queues (``teams:`` of the platform; decision 0099); none without teams."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pools", tuple(self.pools))
+        object.__setattr__(self, "queues", tuple(self.queues))
         if any(not isinstance(p, GpuPool) for p in self.pools):
             raise PlacementError(f"placement.pools must be GpuPool objects, got {list(self.pools)!r}")
         twice = sorted({p.name for p in self.pools if self.pool_names.count(p.name) > 1})
@@ -229,6 +233,8 @@ class Placement:
         if self.pools:
             data["poolLabel"] = POOL_LABEL
             data["pools"] = {p.name: p.to_dict() for p in self.pools}
+        if self.queues:
+            data["queues"] = {q.team: q.to_dict() for q in self.queues}
         return data
 
     @classmethod
@@ -236,7 +242,7 @@ class Placement:
         """Rebuild from :meth:`to_dict` output (e.g. a StackReference output), old or new form."""
         if data is None:
             return cls()
-        data = _mapping(data, "placement", ("key", "value", "poolLabel", "pools"))
+        data = _mapping(data, "placement", ("key", "value", "poolLabel", "pools", "queues"))
         label = data.get("poolLabel", POOL_LABEL)
         if label != POOL_LABEL:
             raise PlacementError(
@@ -250,7 +256,15 @@ class Placement:
             key=data.get("key", cls.key),
             value=data.get("value", cls.value),
             pools=tuple(_pool_from_dict(name, pool) for name, pool in pools.items()),
+            queues=_queues(data.get("queues")),
         )
+
+
+def _queues(data: Any) -> tuple[TeamQueue, ...]:
+    try:
+        return queues_from_dict(data)
+    except QueueError as error:
+        raise PlacementError(str(error)) from None
 
 
 DEFAULT_PLACEMENT = Placement()

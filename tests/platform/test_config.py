@@ -381,13 +381,16 @@ def test_region_is_required() -> None:
 STOCK = ("should match pattern", "Input should be", "valid boolean", "valid integer", "should have at least")
 REGEX = ("^", "\\d", "$", "(?!", "{0,")
 POOL = "inference"
+TEAM = "vision"
 
 
 def _schema_node(key: str) -> dict:
     node = resolve(json_schema())
     for part in key.split("."):
         node = resolve(
-            next(iter(node["patternProperties"].values())) if part == "<pool>" else node["properties"][part]
+            next(iter(node["patternProperties"].values()))
+            if part in ("<pool>", "<team>")
+            else node["properties"][part]
         )
     return node
 
@@ -411,7 +414,7 @@ def _bad_values(node: dict) -> list:
 
 def _raw(key: str, value: object) -> dict:
     raw: dict = {"endpoint": dict(OK_ENDPOINT)} if not key.startswith("endpoint.") else {}
-    *parents, last = key.replace("<pool>", POOL).split(".")
+    *parents, last = key.replace("<pool>", POOL).replace("<team>", TEAM).split(".")
     here = raw
     for part in parents:
         here = here.setdefault(part, {})
@@ -432,7 +435,8 @@ def test_every_refusal_says_what_is_allowed_in_words_with_the_key_and_the_value(
         _load(**_raw(key, value))
     message = str(caught.value)
     given = [value, *value] if isinstance(value, list) else [value]  # a list's item may be the one refused
-    assert key.replace("<pool>", POOL) in message and any(repr(v) in message for v in given), message
+    assert key.replace("<pool>", POOL).replace("<team>", TEAM) in message, message
+    assert any(repr(v) in message for v in given), message
     assert not any(phrase in message for phrase in STOCK), message
     assert not any(char in message for char in REGEX), message
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from infra.platform.config import PlatformConfig
 from infra.platform.config_docs import CONFIGURATION_DOC, generated_block, reference
+from infra.platform.team_config import TeamConfig
 
 INTERNAL = {"region", "secret_keys"}  # from aws:region and `pulumi config set --secret`; load() refuses them
 
@@ -38,8 +39,8 @@ def _models(annotation: Any, under: str = "") -> Iterator[tuple[type[BaseModel],
     args = get_args(annotation)
     if get_origin(annotation) is Annotated:
         yield from _models(args[0], under)
-    elif get_origin(annotation) is dict:
-        yield from _models(args[1], f"{under}.<pool>")
+    elif get_origin(annotation) is dict:  # teams.<team>, else a pool's name (gpuPools, quotas)
+        yield from _models(args[1], f"{under}.<{'team' if args[1] is TeamConfig else 'pool'}>")
     else:  # a union (Optional), a tuple or list: each of its types
         for arg in args:
             yield from _models(arg, under)

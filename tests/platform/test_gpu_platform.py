@@ -417,6 +417,7 @@ def test_stack_outputs_for_consumers(dev: Run) -> None:
             "inference": {"gpusPerNode": 1, "timeSlicingReplicas": 4, "capacityType": "ON_DEMAND"},
             "training": {"gpusPerNode": 2, "timeSlicingReplicas": 1, "capacityType": "SPOT"},
         },
+        "queues": outputs["placement"]["queues"],  # the dev stack's teams (tests/platform/test_kueue.py)
     }
     assert outputs["clusterName"] == "eks-gpu-platform-dev"
     assert outputs["gpuNodeGroupNames"] == {

@@ -65,10 +65,12 @@ ROWS: dict[str, dict[str, str]] = {
     "add a pool": {
         "      capacityType: SPOT\n": "      capacityType: SPOT\n    batch:\n      instanceTypes: [g5g.4xlarge]\n"
     },
-    "rename a pool": {TRAINING: "    train:\n"},
+    # A pool's teams' quotas name it: renamed or removed with it.
+    "rename a pool": {TRAINING: "    train:\n", "        training: {": "        train: {"},
     "remove a pool": {
         "    training:\n      instanceTypes: [g5g.16xlarge]\n      minSize: 0\n      maxSize: 2\n"
-        "      diskSizeGiB: 200\n      capacityType: SPOT\n": ""
+        "      diskSizeGiB: 200\n      capacityType: SPOT\n": "",
+        "        training: {nominalQuota: 2, borrowingLimit: 2}\n": "",
     },
     "change a pool's instance type": {"instanceTypes: [g5g.16xlarge]": "instanceTypes: [g5g.metal]"},
     "change a pool's capacity type": {"capacityType: SPOT": "capacityType: ON_DEMAND"},

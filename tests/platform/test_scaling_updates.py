@@ -196,7 +196,9 @@ def test_a_replaced_pool_starts_at_its_predecessors_size(live: dict[str, int], t
 
 def test_a_new_or_renamed_pool_starts_at_its_initial_size(live: dict[str, int], tmp_path: Path) -> None:
     live.update({INFERENCE: 2, TRAINING: 1})
-    after = dev_variant(tmp_path, {"    training:\n": "    train:\n"})
+    after = dev_variant(
+        tmp_path, {"    training:\n": "    train:\n", "        training: {": "        train: {"}
+    )
     assert after.one(NODE_GROUP, "gpu-platform-gpu-train").inputs["scalingConfig"]["desiredSize"] == 0
 
 

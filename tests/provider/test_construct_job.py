@@ -307,3 +307,36 @@ def test_a_request_without_the_options_the_sdk_drops_leaves_the_jobs_own_default
     job = run.one("kubernetes:batch/v1:Job", "train")
     assert job.delete_before_replace is True
     assert (job.additional_secret_outputs, job.custom_timeouts[0]) == ([], "60m")
+
+
+def test_a_queued_job_from_yaml_gets_kueues_labels_and_its_minimum_as_a_whole_number(
+    provider: ComponentProvider,
+) -> None:
+    """queue, priority and minParallelism through the package, the platform's placement (its teams' queues)
+    an Output of the StackReference: the YAML host sends 2.0, Kueue's webhook takes only "2"."""
+    inputs = typescript_inputs(
+        metadata={"namespace": "speech"},
+        spec={**typescript_inputs()["spec"], "parallelism": 4.0, "completions": 4.0},
+        gpus=1.0,
+        pool="training",
+        queue="default",
+        priority="low",
+        minParallelism=2.0,
+        placement=DEV_PLACEMENT,
+    )
+    run, _ = build(provider, inputs, dependencies={"placement": [STACK_REFERENCE_URN]})
+    metadata = job_of(run)["metadata"]
+    assert metadata["labels"] == {
+        "kueue.x-k8s.io/queue-name": "default",
+        "kueue.x-k8s.io/priority-class": "low",
+    }
+    assert metadata["annotations"] == {"kueue.x-k8s.io/job-min-parallelism": "2"}
+    assert run.one(JOB, "finetune").custom_timeouts[:2] == ("240m", "240m")
+
+
+def test_a_queue_no_team_declares_is_refused_through_the_package(provider: ComponentProvider) -> None:
+    inputs = typescript_inputs(queue="default", placement=DEV_PLACEMENT)  # namespace training: no team's
+    with pytest.raises(
+        Exception, match="queue 'default' in namespace 'training' is not a queue any team declares"
+    ):
+        build(provider, inputs, dependencies={"placement": [STACK_REFERENCE_URN]})

@@ -18,7 +18,11 @@ import yaml
 
 from tests.provider.conftest import ROOT
 
-PROJECTS = [ROOT / "stacks" / "inference-yaml", ROOT / "stacks" / "training-yaml"]
+PROJECTS = [
+    ROOT / "stacks" / "inference-yaml",
+    ROOT / "stacks" / "training-yaml",
+    ROOT / "stacks" / "team-job-yaml",
+]
 CONFIG_TYPES = {"string": str, "integer": int, "boolean": bool}
 
 

@@ -56,8 +56,11 @@ export class GpuJob extends pulumi.ComponentResource {
             resourceInputs["deleteTimeout"] = args?.deleteTimeout;
             resourceInputs["gpus"] = args?.gpus;
             resourceInputs["metadata"] = args?.metadata;
+            resourceInputs["minParallelism"] = args?.minParallelism;
             resourceInputs["placement"] = args?.placement;
             resourceInputs["pool"] = args?.pool;
+            resourceInputs["priority"] = args?.priority;
+            resourceInputs["queue"] = args?.queue;
             resourceInputs["replaceUnready"] = args?.replaceUnready;
             resourceInputs["securityProfile"] = args?.securityProfile;
             resourceInputs["spec"] = args?.spec;
@@ -101,6 +104,10 @@ export interface GpuJobArgs {
      */
     metadata?: pulumi.Input<pulumiKubernetes.types.input.meta.v1.ObjectMeta | undefined>;
     /**
+     * With queue: Kueue may start the Job with this many pods or more, fewer than its parallelism (partial admission; only for a team with partialAdmission: true).
+     */
+    minParallelism?: number;
+    /**
      * The placement contract as the platform stack exports it (its `placement` output): {key, value} and, where the platform has them, pools. Default {key: GPU, value: "true"}.
      */
     placement?: pulumi.Input<{[key: string]: any} | undefined>;
@@ -108,6 +115,14 @@ export interface GpuJobArgs {
      * Run only on this GPU pool (nodeSelector eks-gpu/pool); it must be one of the pools the placement exports, and the pool must fit the pod's GPUs.
      */
     pool?: string;
+    /**
+     * With queue: the Job's Kueue priority class, "low", "normal" or "high" (default the team's); a higher one preempts a lower one of the same team.
+     */
+    priority?: string;
+    /**
+     * Submit the Job to Kueue through this LocalQueue of its namespace (each team's is "default"; the platform's `teams:`): Kueue admits it when the team's GPU quota allows (label kueue.x-k8s.io/queue-name). Needs metadata.namespace, the team's namespace, when the placement lists the teams' queues. createTimeout/updateTimeout default to 4h while it waits for completion.
+     */
+    queue?: string;
     /**
      * Run a failed Job again: the next `pulumi up` replaces it (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). pulumi-kubernetes replaces any Job that is not Complete, a running one too, so this needs spec.activeDeadlineSeconds (a plain number), no spec.suspend and waitForCompletion true; `pulumi up` then waits at least the deadline + the pods' grace period + 2 minutes (createTimeout/updateTimeout default to that; shorter ones are refused), so the Job has completed or failed when a later `pulumi up` looks at it.
      */

@@ -56,10 +56,16 @@ type gpuJobArgs struct {
 	Gpus *int `pulumi:"gpus"`
 	// The Job's metadata (name, namespace, labels, annotations), as for kubernetes:batch/v1:Job.
 	Metadata *metav1.ObjectMeta `pulumi:"metadata"`
+	// With queue: Kueue may start the Job with this many pods or more, fewer than its parallelism (partial admission; only for a team with partialAdmission: true).
+	MinParallelism *int `pulumi:"minParallelism"`
 	// The placement contract as the platform stack exports it (its `placement` output): {key, value} and, where the platform has them, pools. Default {key: GPU, value: "true"}.
 	Placement map[string]interface{} `pulumi:"placement"`
 	// Run only on this GPU pool (nodeSelector eks-gpu/pool); it must be one of the pools the placement exports, and the pool must fit the pod's GPUs.
 	Pool *string `pulumi:"pool"`
+	// With queue: the Job's Kueue priority class, "low", "normal" or "high" (default the team's); a higher one preempts a lower one of the same team.
+	Priority *string `pulumi:"priority"`
+	// Submit the Job to Kueue through this LocalQueue of its namespace (each team's is "default"; the platform's `teams:`): Kueue admits it when the team's GPU quota allows (label kueue.x-k8s.io/queue-name). Needs metadata.namespace, the team's namespace, when the placement lists the teams' queues. createTimeout/updateTimeout default to 4h while it waits for completion.
+	Queue *string `pulumi:"queue"`
 	// Run a failed Job again: the next `pulumi up` replaces it (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). pulumi-kubernetes replaces any Job that is not Complete, a running one too, so this needs spec.activeDeadlineSeconds (a plain number), no spec.suspend and waitForCompletion true; `pulumi up` then waits at least the deadline + the pods' grace period + 2 minutes (createTimeout/updateTimeout default to that; shorter ones are refused), so the Job has completed or failed when a later `pulumi up` looks at it.
 	ReplaceUnready *bool `pulumi:"replaceUnready"`
 	// securityContext defaults, your values always winning: "baseline" (default; "restricted" when the spec already runs as non-root), "restricted" or "none".
@@ -84,10 +90,16 @@ type GpuJobArgs struct {
 	Gpus *int
 	// The Job's metadata (name, namespace, labels, annotations), as for kubernetes:batch/v1:Job.
 	Metadata metav1.ObjectMetaPtrInput
+	// With queue: Kueue may start the Job with this many pods or more, fewer than its parallelism (partial admission; only for a team with partialAdmission: true).
+	MinParallelism *int
 	// The placement contract as the platform stack exports it (its `placement` output): {key, value} and, where the platform has them, pools. Default {key: GPU, value: "true"}.
 	Placement pulumi.MapInput
 	// Run only on this GPU pool (nodeSelector eks-gpu/pool); it must be one of the pools the placement exports, and the pool must fit the pod's GPUs.
 	Pool *string
+	// With queue: the Job's Kueue priority class, "low", "normal" or "high" (default the team's); a higher one preempts a lower one of the same team.
+	Priority *string
+	// Submit the Job to Kueue through this LocalQueue of its namespace (each team's is "default"; the platform's `teams:`): Kueue admits it when the team's GPU quota allows (label kueue.x-k8s.io/queue-name). Needs metadata.namespace, the team's namespace, when the placement lists the teams' queues. createTimeout/updateTimeout default to 4h while it waits for completion.
+	Queue *string
 	// Run a failed Job again: the next `pulumi up` replaces it (annotation pulumi.com/replaceUnready: "true"; default false: a failed Job stays until its spec changes). pulumi-kubernetes replaces any Job that is not Complete, a running one too, so this needs spec.activeDeadlineSeconds (a plain number), no spec.suspend and waitForCompletion true; `pulumi up` then waits at least the deadline + the pods' grace period + 2 minutes (createTimeout/updateTimeout default to that; shorter ones are refused), so the Job has completed or failed when a later `pulumi up` looks at it.
 	ReplaceUnready *bool
 	// securityContext defaults, your values always winning: "baseline" (default; "restricted" when the spec already runs as non-root), "restricted" or "none".
