@@ -411,7 +411,7 @@ def land(agent: Agent, groups: Sequence[Group], placement: Placement) -> Landing
         reasons = sorted({r for g in missed for n in g.nodes for r in fits(agent.pod, n).reasons})
         problems.append(
             f"is meant for GPU nodes but misses GPU pool(s) {[g.name for g in missed]} ({'; '.join(reasons)}): "
-            f"add the toleration {placement.toleration()} and select GPU nodes (nodeSelector "
+            f"add the toleration(s) {placement.agent_tolerations()} and select GPU nodes (nodeSelector "
             f"{placement.node_selector()})"
         )
     if agent.intent == GPU and stray:
