@@ -180,7 +180,10 @@ def karpenter_pool_routing(resource_type: str, props: Mapping[str, Any], placeme
     found = []
     for path, pod in pod_specs_of(resource_type, props):
         lands = [p for p in placement.pools if gpu_limit(pod) and fits(pod, _pool_node(placement, p)).fits]
-        on_groups, on_karpenter = [p.name for p in lands if not p.karpenter], [p.name for p in lands if p.karpenter]
+        on_groups, on_karpenter = (
+            [p.name for p in lands if not p.karpenter],
+            [p.name for p in lands if p.karpenter],
+        )
         if on_groups and on_karpenter:
             found.append(
                 f"{path} can land on node-group pool(s) {on_groups} and on Karpenter pool(s) {on_karpenter}: "

@@ -230,7 +230,12 @@ class Placement:
 
     def provisioner_toleration(self) -> dict[str, str]:
         """What a pod naming a Karpenter pool tolerates besides :meth:`toleration`, and node agents too."""
-        return {"key": PROVISIONER_TAINT_KEY, "operator": "Equal", "value": KARPENTER, "effect": GPU_TAINT_EFFECT}
+        return {
+            "key": PROVISIONER_TAINT_KEY,
+            "operator": "Equal",
+            "value": KARPENTER,
+            "effect": GPU_TAINT_EFFECT,
+        }
 
     def pool_taints(self, name: str) -> list[dict[str, str]]:
         """Every taint on pool ``name``'s nodes: the GPU taint, plus the provisioner's on a Karpenter pool

@@ -232,7 +232,8 @@ def _fits(pool: GpuPool, demand: GpuDemand) -> bool:
 
 def _limits(pools: Sequence[GpuPool]) -> str:
     return ", ".join(
-        f"{p.name}: at most {p.max_gpus_per_pod} per pod" + (", 1 per container" if p.shared else "") for p in pools
+        f"{p.name}: at most {p.max_gpus_per_pod} per pod" + (", 1 per container" if p.shared else "")
+        for p in pools
     )
 
 
@@ -250,7 +251,9 @@ def _refuse_unfit(placement: Placement, demand: GpuDemand, candidates: Sequence[
             "Cluster Autoscaler and Karpenter never both launch a node for it: set pool to a Karpenter pool "
             f"that can ({_karpenter_names(placement, karpenter)})"
         )
-    raise PodSpecError(f"{asks} but no GPU pool can give that ({_limits(placement.pools)}); ask for fewer GPUs")
+    raise PodSpecError(
+        f"{asks} but no GPU pool can give that ({_limits(placement.pools)}); ask for fewer GPUs"
+    )
 
 
 def apply_pool(

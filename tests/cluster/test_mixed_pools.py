@@ -42,7 +42,9 @@ def both(kube: Kube, platform: tuple[Any, Any], core: karpenter.Controller) -> I
         yield autoscaler
     for claim in karpenter.nodeclaims(kube):
         kube.resource(NODECLAIMS).delete(name=claim.metadata.name)
-    karpenter.wait_until("the scenario's Karpenter nodes to go", lambda: not karpenter.nodeclaims(kube), 120, core)
+    karpenter.wait_until(
+        "the scenario's Karpenter nodes to go", lambda: not karpenter.nodeclaims(kube), 120, core
+    )
 
 
 def _pod(contract: Placement, name: str, pool: str | None = None) -> dict[str, Any]:
@@ -74,7 +76,9 @@ def _karpenter_verdict(kube: Kube, pod: str, controller: karpenter.Controller) -
 
     def said() -> str | None:
         events = kube.core.list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name={pod}").items
-        found = [e.message for e in events if e.reason == "FailedScheduling" and "nodepool" in (e.message or "")]
+        found = [
+            e.message for e in events if e.reason == "FailedScheduling" and "nodepool" in (e.message or "")
+        ]
         return found[0] if found else None
 
     return karpenter.wait_until(f"Karpenter's verdict on {pod}", said, 60, controller)
@@ -147,7 +151,9 @@ def _device_plugin_runs_on(kube: Kube, run: Any, node: str) -> None:
         r for r in run.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "nvidia-device-plugin"
     ]
     namespace = release.inputs["namespace"]
-    objects = pinned_chart.render(release.inputs["values"], release=release.inputs["name"], namespace=namespace)
+    objects = pinned_chart.render(
+        release.inputs["values"], release=release.inputs["name"], namespace=namespace
+    )
     kube.namespace(namespace, pod_security="privileged")  # the plugin mounts host paths, as on EKS
     apps = client.AppsV1Api(kube.api)
     try:
@@ -156,7 +162,8 @@ def _device_plugin_runs_on(kube: Kube, run: Any, node: str) -> None:
         def on_node() -> bool:
             ds = apps.read_namespaced_daemon_set("nvidia-device-plugin", namespace)
             return ds.status.observed_generation == ds.metadata.generation and any(
-                p.spec.node_name == node for p in kube.pods(namespace, "app.kubernetes.io/name=nvidia-device-plugin")
+                p.spec.node_name == node
+                for p in kube.pods(namespace, "app.kubernetes.io/name=nvidia-device-plugin")
             )
 
         karpenter.wait_until(f"a device plugin pod on the Karpenter node {node}", on_node, 60)

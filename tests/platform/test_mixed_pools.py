@@ -18,6 +18,12 @@ from localcluster import karpenter as pins
 
 PROVISIONER_TAINT = {"key": PROVISIONER_TAINT_KEY, "value": "karpenter", "effect": "NoSchedule"}
 TOLERATION = {"key": PROVISIONER_TAINT_KEY, "operator": "Equal", "value": "karpenter", "effect": "NoSchedule"}
+GPU_GROUPS = (
+    "gpu-platform-gpu-inference",
+    "gpu-platform-gpu-training",
+    "nodepool-gpu-burst",
+    "nodepool-gpu-batch",
+)
 KARPENTER_ONLY = {
     **{name: pool for name, pool in pins.POOLS.items()},
     "inference": {**pins.POOLS["burst"]},
@@ -36,7 +42,9 @@ def karpenter_only() -> tuple[Any, Run]:
 
 
 def _taints(run: Run) -> dict[str, list[dict[str, str]]]:
-    return {m["metadata"]["name"]: m["spec"]["template"]["spec"]["taints"] for m in pins.declared(run, "NodePool")}
+    return {
+        m["metadata"]["name"]: m["spec"]["template"]["spec"]["taints"] for m in pins.declared(run, "NodePool")
+    }
 
 
 def _plugin_tolerations(run: Run) -> list[dict[str, str]]:
@@ -71,7 +79,9 @@ def test_the_exported_contract_names_the_karpenter_pools_only(mixed: tuple[Any, 
     }
 
 
-def test_the_device_plugin_and_cloudwatch_agents_tolerate_the_provisioner_taint(mixed: tuple[Any, Run]) -> None:
+def test_the_device_plugin_and_cloudwatch_agents_tolerate_the_provisioner_taint(
+    mixed: tuple[Any, Run],
+) -> None:
     assert TOLERATION in _plugin_tolerations(mixed[1])
     assert TOLERATION in _cloudwatch_tolerations(mixed[1])
 
@@ -80,24 +90,36 @@ def test_the_agent_model_lands_the_device_plugin_on_every_pool_of_both_kinds(mix
     """What the preview's agent table and the pack's gpu-agents-on-gpu-pools rule see (infra/tooling/agents.py)."""
     settings, run = mixed
     resources = [(r.type, r.name, r.inputs) for r in run.resources]
-    (plugin,) = [x for x in landings(resources, settings.contract) if x.agent.pod and is_device_plugin(x.agent.pod)]
-    gpu = [name for name, lands in plugin.where.items() if "gpu" in name]
-    assert {"gpu-platform-gpu-burst", "gpu-platform-gpu-batch"} <= set(gpu)
-    assert all(plugin.where[name] == "yes" for name in gpu) and plugin.problems == ()
+    (plugin,) = [
+        x for x in landings(resources, settings.contract) if x.agent.pod and is_device_plugin(x.agent.pod)
+    ]
+    assert {group: plugin.where[group] for group in GPU_GROUPS} == dict.fromkeys(GPU_GROUPS, "yes")
+    assert plugin.problems == ()
 
 
-def test_without_the_toleration_the_model_says_the_plugin_misses_karpenters_pools(mixed: tuple[Any, Run]) -> None:
+def test_without_the_toleration_the_model_says_the_plugin_misses_karpenters_pools(
+    mixed: tuple[Any, Run],
+) -> None:
     settings, run = mixed
     resources = []
     for r in run.resources:
         inputs = r.inputs
         if r.type == "kubernetes:helm.sh/v3:Release" and inputs.get("chart") == "nvidia-device-plugin":
-            values = {**inputs["values"], "tolerations": [t for t in inputs["values"]["tolerations"] if t != TOLERATION]}
+            values = {
+                **inputs["values"],
+                "tolerations": [t for t in inputs["values"]["tolerations"] if t != TOLERATION],
+            }
             inputs = {**inputs, "values": values}
         resources.append((r.type, r.name, inputs))
-    (plugin,) = [x for x in landings(resources, settings.contract) if x.agent.pod and is_device_plugin(x.agent.pod)]
+    (plugin,) = [
+        x for x in landings(resources, settings.contract) if x.agent.pod and is_device_plugin(x.agent.pod)
+    ]
     (problem,) = plugin.problems
-    assert "misses GPU pool(s)" in problem and "gpu-platform-gpu-burst" in problem and PROVISIONER_TAINT_KEY in problem
+    assert (
+        "misses GPU pool(s)" in problem
+        and "nodepool-gpu-burst" in problem
+        and PROVISIONER_TAINT_KEY in problem
+    )
 
 
 def test_a_stack_of_karpenter_pools_only_has_no_provisioner_taint(karpenter_only: tuple[Any, Run]) -> None:

@@ -26,7 +26,11 @@ POD = {"containers": [{"name": "m", "image": "i"}]}
 
 
 def _deployment(pod: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"selector": {}, "template": {"spec": pod}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "spec": {"selector": {}, "template": {"spec": pod}},
+    }
 
 
 def _hand_written(*tolerations: dict[str, str], **selector: str) -> dict[str, Any]:
@@ -45,7 +49,8 @@ def test_a_gpu_pod_tolerating_every_taint_and_naming_no_pool_is_flagged_naming_b
         "['burst', 'batch']: Cluster Autoscaler and Karpenter would each launch a GPU node for it"
     )
     assert ("karpenter-pool-routing", "mandatory") in {
-        (v.rule, v.level) for v in check([(DEPLOYMENT, "raw", _deployment(_hand_written({"operator": "Exists"})))], MIXED)
+        (v.rule, v.level)
+        for v in check([(DEPLOYMENT, "raw", _deployment(_hand_written({"operator": "Exists"})))], MIXED)
     }
 
 
@@ -65,7 +70,9 @@ def test_pods_placed_by_the_library_pass() -> None:
 
 def test_a_cluster_of_one_kind_is_never_flagged() -> None:
     one_kind = Placement(pools=MIXED.pools[2:])
-    assert karpenter_pool_routing(DEPLOYMENT, _deployment(_hand_written({"operator": "Exists"})), one_kind) == []
+    assert (
+        karpenter_pool_routing(DEPLOYMENT, _deployment(_hand_written({"operator": "Exists"})), one_kind) == []
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +80,17 @@ def nodepools() -> list[dict[str, Any]]:
     return pins.declared(pins.platform_run()[1], "NodePool")
 
 
-def test_the_platforms_own_nodepools_pass_and_one_without_the_taint_is_flagged(nodepools: list[dict[str, Any]]) -> None:
+def test_the_platforms_own_nodepools_pass_and_one_without_the_taint_is_flagged(
+    nodepools: list[dict[str, Any]],
+) -> None:
     for pool in nodepools:
         assert karpenter_pool_routing(NODEPOOL, pool, MIXED) == []
     bare = {**nodepools[0], "spec": {**nodepools[0]["spec"]}}
     template = bare["spec"]["template"]
-    spec = {**template["spec"], "taints": [t for t in template["spec"]["taints"] if t["key"] != PROVISIONER_TAINT_KEY]}
+    spec = {
+        **template["spec"],
+        "taints": [t for t in template["spec"]["taints"] if t["key"] != PROVISIONER_TAINT_KEY],
+    }
     bare["spec"]["template"] = {**template, "spec": spec}
     (message,) = karpenter_pool_routing(NODEPOOL, bare, MIXED)
     assert message.startswith(

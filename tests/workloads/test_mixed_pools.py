@@ -38,7 +38,12 @@ TOLERATE_ALL = {"operator": "Exists"}
 def _nodes(placement: Placement) -> list[Node]:
     """One node per pool with the labels and taints the contract gives it, and a system node."""
     pools = [
-        Node(p.name, placement.pool_labels(p.name), tuple(placement.pool_taints(p.name)), {"nvidia.com/gpu": p.slots_per_node})
+        Node(
+            p.name,
+            placement.pool_labels(p.name),
+            tuple(placement.pool_taints(p.name)),
+            {"nvidia.com/gpu": p.slots_per_node},
+        )
         for p in placement.pools
     ]
     return [*pools, system_node()]
@@ -53,7 +58,9 @@ def test_only_karpenter_pools_export_a_provisioner_and_it_reads_back() -> None:
 
 def test_a_provisioner_other_than_karpenter_is_refused_naming_the_setting() -> None:
     with pytest.raises(PlacementError) as refused:
-        Placement.from_dict({"key": "GPU", "value": "true", "pools": {"a": {"gpusPerNode": 1, "provisioner": "ca"}}})
+        Placement.from_dict(
+            {"key": "GPU", "value": "true", "pools": {"a": {"gpusPerNode": 1, "provisioner": "ca"}}}
+        )
     assert str(refused.value) == (
         "placement.pools.a.provisioner must be 'karpenter' or absent (a managed node group), got 'ca'"
     )
@@ -100,7 +107,9 @@ def test_without_the_toleration_a_karpenter_pool_node_refuses_the_pod() -> None:
 
 
 def test_a_copy_of_the_provisioner_toleration_is_not_doubled() -> None:
-    pod = place_pod_spec({**POD, "tolerations": [MIXED.provisioner_toleration()]}, MIXED, gpus=1, pool="burst")
+    pod = place_pod_spec(
+        {**POD, "tolerations": [MIXED.provisioner_toleration()]}, MIXED, gpus=1, pool="burst"
+    )
     assert pod["tolerations"] == [MIXED.toleration(), MIXED.provisioner_toleration()]
 
 
@@ -155,7 +164,9 @@ PROVISIONER_TOLERATION = {"key": PROVISIONER_TAINT_KEY, "operator": "Exists", "e
     ],
     ids=["toleration-on-a-node-group-pool", "toleration-without-a-pool", "only-karpenter-fits"],
 )
-def test_a_pod_that_would_defeat_the_routing_is_refused_in_words(pod: dict, kwargs: dict, message: str) -> None:
+def test_a_pod_that_would_defeat_the_routing_is_refused_in_words(
+    pod: dict, kwargs: dict, message: str
+) -> None:
     with pytest.raises(PodSpecError) as refused:
         place_pod_spec(pod, MIXED, **kwargs)
     assert str(refused.value) == message
@@ -163,15 +174,20 @@ def test_a_pod_that_would_defeat_the_routing_is_refused_in_words(pod: dict, kwar
 
 def test_a_hand_written_provisioner_toleration_is_left_alone_where_no_node_carries_the_taint() -> None:
     pod = {**POD, "tolerations": [PROVISIONER_TOLERATION]}
-    assert place_pod_spec(pod, NODE_GROUPS_ONLY, gpus=1, pool="inference")["tolerations"][0] == PROVISIONER_TOLERATION
+    assert (
+        place_pod_spec(pod, NODE_GROUPS_ONLY, gpus=1, pool="inference")["tolerations"][0]
+        == PROVISIONER_TOLERATION
+    )
     assert place_pod_spec(pod, KARPENTER_ONLY, gpus=1)["tolerations"][0] == PROVISIONER_TOLERATION
 
 
 def test_a_pod_no_pool_of_either_kind_can_run_is_refused_listing_every_pool() -> None:
     with pytest.raises(PodSpecError) as refused:
         place_pod_spec(POD, MIXED, gpus=8)
-    assert "no GPU pool can give that (inference: at most 4 per pod, training: at most 2 per pod, burst: " in str(
-        refused.value
+    assert str(refused.value) == (
+        "the pod asks for 8 nvidia.com/gpu (at most 8 in one container, spec.containers[0]) but no GPU pool can "
+        "give that (inference: at most 4 per pod, 1 per container, training: at most 2 per pod, burst: at most 4 "
+        "per pod, 1 per container, batch: at most 4 per pod); ask for fewer GPUs"
     )
 
 
