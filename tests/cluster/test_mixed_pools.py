@@ -90,8 +90,9 @@ def test_one_gpu_pod_naming_no_pool_gets_exactly_one_node_from_the_autoscaler(
     core: karpenter.Controller,  # noqa: F811
     both: Autoscaling,
 ) -> None:
-    contract = platform[0].contract
-    assert contract.mixed  # else nothing here could fail
+    settings = platform[0]
+    assert settings.node_group_pools and settings.karpenter_pools  # both kinds, else nothing here could fail
+    contract = settings.contract
     kube.apply(_pod(contract, "anywhere"), NAMESPACE)
     claims: list[str] = []
     (node,) = _placed(kube, ["anywhere"], both, core, claims).values()
