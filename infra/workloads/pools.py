@@ -11,6 +11,8 @@ from typing import Any
 
 from infra.workloads.placement import (
     GPU_RESOURCE,
+    GPU_TAINT_EFFECT,
+    KARPENTER,
     POOL_LABEL,
     PROVISIONER_TAINT_KEY,
     GpuPool,
@@ -210,12 +212,12 @@ def _route(pod: dict[str, Any], placement: Placement, chosen: GpuPool | None) ->
     written = _provisioner_tolerations(pod)
     if not written or not placement.mixed:
         return  # harmless where no node carries the taint
-    taint = f"{PROVISIONER_TAINT_KEY}=karpenter:NoSchedule"
+    taint = f"{PROVISIONER_TAINT_KEY}={KARPENTER}:{GPU_TAINT_EFFECT}"
     if chosen is not None:
         raise PodSpecError(
             f"tolerations[{written[0]}] tolerates {taint}, the taint only Karpenter pools' nodes carry, but pool "
             f"{chosen.name!r} is a managed node group (Cluster Autoscaler): remove that toleration, or set pool "
-            f"to a Karpenter pool ({_karpenter_names(placement) or 'the platform exports none'})"
+            f"to a Karpenter pool ({_karpenter_names(placement)})"
         )
     raise PodSpecError(
         f"tolerations[{written[0]}] tolerates {taint}, the taint only Karpenter pools' nodes carry, but the pod "
