@@ -96,3 +96,13 @@ def test_the_platforms_own_nodepools_pass_and_one_without_the_taint_is_flagged(
     assert message.startswith(
         "is a GPU NodePool in a cluster that also has node-group pools ['inference', 'training'], without the taint"
     )
+
+
+def test_the_pack_learns_the_pools_provisioners_from_the_stacks_placement_output() -> None:
+    """As a consumer stack that exports the platform's placement, or the platform stack itself, declares it."""
+    raw = (DEPLOYMENT, "raw", _deployment(_hand_written({"operator": "Exists"})))
+    exported = ("pulumi:pulumi:Stack", "consumer-dev", {"placement": MIXED.to_dict()})
+    assert [v.rule for v in check([exported, raw]) if v.rule == "karpenter-pool-routing"] == [
+        "karpenter-pool-routing"
+    ]
+    assert [v.rule for v in check([raw]) if v.rule == "karpenter-pool-routing"] == []  # GPU=true, no pools
