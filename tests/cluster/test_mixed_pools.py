@@ -77,7 +77,9 @@ def _karpenter_verdict(kube: Kube, pod: str, controller: karpenter.Controller) -
     def said() -> str | None:
         events = kube.core.list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name={pod}").items
         found = [
-            e.message for e in events if e.reason == "FailedScheduling" and "nodepool" in (e.message or "")
+            e.message
+            for e in events
+            if e.reason == "FailedScheduling" and "Failed to schedule pod" in (e.message or "")
         ]
         return found[0] if found else None
 
