@@ -47,8 +47,9 @@ def both(kube: Kube, platform: tuple[Any, Any], core: karpenter.Controller) -> I
     )
 
 
-def _pod(contract: Placement, name: str, pool: str | None = None) -> dict[str, Any]:
-    spec = place_pod_spec({"containers": [dict(CONTAINER)]}, contract, gpus=1, pool=pool)
+def _pod(contract: Placement, name: str, pool: str | None = None, *, tolerations: Any = ()) -> dict[str, Any]:
+    pod = {"containers": [dict(CONTAINER)], **({"tolerations": list(tolerations)} if tolerations else {})}
+    spec = place_pod_spec(pod, contract, gpus=1, pool=pool)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
@@ -104,6 +105,23 @@ def test_one_gpu_pod_naming_no_pool_gets_exactly_one_node_from_the_autoscaler(
     assert karpenter.nodeclaims(kube) == []
     verdict = _karpenter_verdict(kube, "anywhere", core)  # Karpenter looked at the pod, and said no
     assert "did not tolerate taint" in verdict and "eks-gpu/provisioner=karpenter:NoSchedule" in verdict
+
+
+def test_a_pod_naming_no_pool_that_tolerates_every_taint_still_gets_only_the_autoscalers_node(
+    kube: Kube,
+    platform: tuple[Any, Any],  # noqa: F811
+    core: karpenter.Controller,  # noqa: F811
+    both: Autoscaling,
+) -> None:
+    """The provisioner taint keeps every other pod off Karpenter's nodes; a pod that tolerates every taint
+    passes it, and only the node affinity the library gives a pod without a pool keeps it to the node groups."""
+    kube.apply(_pod(platform[0].contract, "tolerant", tolerations=[{"operator": "Exists"}]), NAMESPACE)
+    claims: list[str] = []
+    (node,) = _placed(kube, ["tolerant"], both, core, claims).values()
+    assert claims == [], f"Karpenter launched {claims} for a pod the autoscaler serves"
+    assert NODE_GROUP_LABEL in kube.core.read_node(node).metadata.labels
+    assert sum(_grown(both).values()) == 1
+    assert karpenter.nodeclaims(kube) == []
 
 
 def test_a_burst_of_ten_pods_naming_no_pool_gets_autoscaler_nodes_only(
