@@ -58,7 +58,8 @@ def values(placement: Placement) -> dict[str, Any]:
         "nodeSelector": placement.node_selector(),
         # Replaces the NFD-label terms (lists are replaced whole by Helm).
         "affinity": placement.node_affinity(),
-        "tolerations": [placement.toleration(), *(dict(t) for t in CHART_TOLERATIONS)],
+        # The contract's taint, and Karpenter's provisioner taint where the cluster has both kinds of pool.
+        "tolerations": [*placement.agent_tolerations(), *(dict(t) for t in CHART_TOLERATIONS)],
         "priorityClassName": "system-node-critical",
         # No GPU Feature Discovery / NFD: nothing here needs their labels.
         "gfd": {"enabled": False},

@@ -95,7 +95,8 @@ def nodepool(
                         "kind": "EC2NodeClass",
                         "name": name(pool.name),
                     },
-                    "taints": [placement.node_taint()],
+                    # In a cluster with node-group pools too, also the provisioner's taint (decision 0098).
+                    "taints": placement.pool_taints(pool.name),
                     "requirements": requirements,
                     "expireAfter": EXPIRE_AFTER,
                 },

@@ -23,8 +23,9 @@ CLOUDWATCH_POLICY_ARN = "arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"
 
 
 def configuration_json(placement: Placement, *, container_logs: bool = False) -> str:
-    """The add-on's exact configurationValues: every agent tolerates the contract's taint, and only that."""
-    values = {"tolerations": [placement.toleration()], "containerLogs": {"enabled": container_logs}}
+    """The add-on's exact configurationValues: every agent tolerates the contract's taint (and, where the cluster
+    has both kinds of pool, Karpenter's provisioner taint: decision 0098), and only that."""
+    values = {"tolerations": placement.agent_tolerations(), "containerLogs": {"enabled": container_logs}}
     return json.dumps(values, sort_keys=True)
 
 

@@ -22,7 +22,7 @@ from infra.platform.config_types import (
     whole,
 )
 from infra.platform.instance_types import ARM_NVIDIA
-from infra.workloads.placement import CAPACITY_TYPES, GpuPool
+from infra.workloads.placement import CAPACITY_TYPES, KARPENTER, GpuPool
 
 
 class NodeGroupConfig(Section):
@@ -69,7 +69,7 @@ class SharingConfig(Section):
     """The device plugin's time-slicing."""
 
 
-PROVISIONERS = ("managedNodeGroup", "karpenter")
+PROVISIONERS = ("managedNodeGroup", KARPENTER)
 
 
 class KarpenterPoolConfig(Section):
@@ -119,6 +119,8 @@ class GpuPoolConfig(NodeGroupConfig):
             time_slicing_replicas=self.sharing.time_slicing.replicas if self.sharing else 1,
             # A pool that may run on spot is a spot pool to its consumers: nodes may be reclaimed.
             capacity_type="SPOT" if "SPOT" in self.capacity_types else "ON_DEMAND",
+            # Consumers route pods by it in a cluster with both kinds of pool (decision 0098).
+            provisioner=KARPENTER if self.provisioner == KARPENTER else None,
         )
 
     @property

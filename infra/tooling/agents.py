@@ -417,9 +417,11 @@ def land(agent: Agent, groups: Sequence[Group], placement: Placement) -> Landing
     stray = [g.name for g in groups if not g.gpu and where[g.name] != "-"]
     if agent.intent == GPU and missed:
         reasons = sorted({r for g in missed for n in g.nodes for r in fits(agent.pod, n).reasons})
+        wanted = placement.agent_tolerations()
+        tolerations = f"the toleration {wanted[0]}" if len(wanted) == 1 else f"the tolerations {wanted}"
         problems.append(
             f"is meant for GPU nodes but misses GPU pool(s) {[g.name for g in missed]} ({'; '.join(reasons)}): "
-            f"add the toleration {placement.toleration()} and select GPU nodes (nodeSelector "
+            f"add {tolerations} and select GPU nodes (nodeSelector "
             f"{placement.node_selector()})"
         )
     if agent.intent == GPU and stray:

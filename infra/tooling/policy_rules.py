@@ -39,6 +39,7 @@ from infra.workloads.placement import (
     GPU_TAINT_EFFECT,
     K8S_TO_EKS_EFFECT,
     POOL_LABEL,
+    GpuPool,
     Placement,
     PlacementError,
 )
@@ -147,22 +148,54 @@ def gpus_beyond_a_sliced_pool(
     return [m for _, pod in pod_specs_of(resource_type, props) for m in _beyond_sliced(pod, placement)]
 
 
+def _pool_node(placement: Placement, pool: GpuPool) -> Node:
+    """A node of ``pool`` as the contract states it: its labels, its taints, the GPUs it advertises."""
+    taints = tuple(placement.pool_taints(pool.name))
+    return Node(pool.name, placement.pool_labels(pool.name), taints, {GPU_RESOURCE: pool.slots_per_node})
+
+
 def _beyond_sliced(pod: Mapping[str, Any], placement: Placement) -> list[str]:
     containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
     largest = max((whole_gpus(c) for c in containers), default=0)
     found = []
     for pool in (p for p in placement.pools if p.shared and largest > p.max_gpus_per_container):
-        node = Node(
-            pool.name,
-            placement.pool_labels(pool.name),
-            (placement.node_taint(),),
-            {GPU_RESOURCE: pool.slots_per_node},
-        )
-        if fits(pod, node).fits:
+        if fits(pod, _pool_node(placement, pool)).fits:
             found.append(
                 f"has a container asking for {largest} {GPU_RESOURCE} and can land on pool {pool.name!r}, which "
                 f"shares each GPU {pool.time_slicing_replicas} ways: its device plugin refuses any container's "
                 f"request above 1. Select another pool (nodeSelector {POOL_LABEL}: <pool>) or ask for 1 per container"
+            )
+    return found
+
+
+def karpenter_pool_routing(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+    """Mandatory: where a cluster has both node-group and Karpenter pools, no GPU pod can land on both kinds
+    (Cluster Autoscaler and Karpenter would each launch a node for it, and one would idle, paid), and every
+    GPU NodePool carries the provisioner taint that keeps pods naming no pool off Karpenter (decision 0098)."""
+    if not placement.mixed:
+        return []
+    groups = [p.name for p in placement.pools if not p.karpenter]
+    if resource_type == NODEPOOL and is_gpu_nodepool(props):
+        if placement.provisioner_taint() in nodepool_template(props)[1]:
+            return []
+        return [
+            f"is a GPU NodePool in a cluster that also has node-group pools {groups}, without the taint "
+            f"{placement.provisioner_taint()}: Karpenter would launch a node for every GPU pod that names no pool, "
+            "and Cluster Autoscaler another; add it to spec.template.spec.taints"
+        ]
+    found = []
+    for path, pod in pod_specs_of(resource_type, props):
+        lands = [p for p in placement.pools if gpu_limit(pod) and fits(pod, _pool_node(placement, p)).fits]
+        on_groups, on_karpenter = (
+            [p.name for p in lands if not p.karpenter],
+            [p.name for p in lands if p.karpenter],
+        )
+        if on_groups and on_karpenter:
+            found.append(
+                f"{path} can land on node-group pool(s) {on_groups} and on Karpenter pool(s) {on_karpenter}: "
+                "Cluster Autoscaler and Karpenter would each launch a GPU node for it, and one would idle, paid. "
+                f"Name one pool (nodeSelector {POOL_LABEL}: <pool>, or pool= in GpuDeployment, GpuJob or "
+                f"place_pod_spec); only a pod of a Karpenter pool tolerates {placement.provisioner_toleration()}"
             )
     return found
 
@@ -270,6 +303,7 @@ RULES = (
     RuleSpec("gpu-toleration-without-gpu", gpu_toleration_without_gpu, "advisory"),
     RuleSpec("helm-release-unseen", helm_release_unseen, "advisory"),
     RuleSpec("gpus-beyond-a-sliced-pool", gpus_beyond_a_sliced_pool, "mandatory"),
+    RuleSpec("karpenter-pool-routing", karpenter_pool_routing, "mandatory"),
     RuleSpec("gpu-node-group-contract", gpu_node_group_contract, "mandatory"),
     RuleSpec("node-group-settings", node_group_settings, "mandatory", contract=False),
     RuleSpec("workload-settings", workload_settings, "mandatory", contract=False),

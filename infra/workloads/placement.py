@@ -31,6 +31,14 @@ POOL_LABEL = "eks-gpu/pool"
 
 CAPACITY_TYPES = ("ON_DEMAND", "SPOT")
 
+KARPENTER = "karpenter"
+"""A pool's ``provisioner`` when Karpenter launches its nodes; a pool without one is a managed node group
+that Cluster Autoscaler scales."""
+PROVISIONER_TAINT_KEY = "eks-gpu/provisioner"
+"""In a cluster with both kinds of pool, Karpenter's nodes carry ``eks-gpu/provisioner=karpenter:NoSchedule``
+besides the GPU taint: only pods that name a Karpenter pool tolerate it, so exactly one provisioner acts
+for any pod (decision 0098)."""
+
 # Kubernetes label names and values (apimachinery IsQualifiedName, IsValidLabelValue).
 _LABEL = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 _LABEL_RULE = "1-63 characters: letters, digits, '-', '_' or '.', first and last a letter or digit"
@@ -66,6 +74,8 @@ class GpuPool:
     """1: whole GPUs; N >= 2: the device plugin advertises each GPU N times (time-slicing)."""
     capacity_type: str = "ON_DEMAND"
     """``ON_DEMAND`` or ``SPOT``."""
+    provisioner: str | None = None
+    """``karpenter`` for a pool Karpenter provisions; None for a managed node group (Cluster Autoscaler)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _LABEL.fullmatch(self.name):
@@ -83,6 +93,10 @@ class GpuPool:
         if self.capacity_type not in CAPACITY_TYPES:
             raise PlacementError(
                 f"{where}.capacityType must be one of {', '.join(CAPACITY_TYPES)}, got {self.capacity_type!r}"
+            )
+        if self.provisioner not in (None, KARPENTER):
+            raise PlacementError(
+                f"{where}.provisioner must be {KARPENTER!r} or absent (a managed node group), got {self.provisioner!r}"
             )
 
     @property
@@ -104,14 +118,21 @@ class GpuPool:
         the device plugin with ``failRequestsGreaterThanOne``, checked per container (``rm.go``)."""
         return 1 if self.shared else self.gpus_per_node
 
+    @property
+    def karpenter(self) -> bool:
+        return self.provisioner == KARPENTER
+
     def to_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, attribute) for key, attribute in _POOL_FIELDS.items()}
+        """Plain data; ``provisioner`` only for Karpenter pools, so node-group pools export as before."""
+        found = {key: getattr(self, attribute) for key, attribute in _POOL_FIELDS.items()}
+        return {key: value for key, value in found.items() if value is not None}
 
 
 _POOL_FIELDS = {
     "gpusPerNode": "gpus_per_node",
     "timeSlicingReplicas": "time_slicing_replicas",
     "capacityType": "capacity_type",
+    "provisioner": "provisioner",
 }
 
 
@@ -201,6 +222,34 @@ class Placement:
         """The labels of every node of pool ``name``: the contract's plus ``eks-gpu/pool``."""
         self.pool(name)
         return {self.key: self.value, POOL_LABEL: name}
+
+    @property
+    def mixed(self) -> bool:
+        """Both node-group and Karpenter pools: Cluster Autoscaler and Karpenter watch the same pending pods."""
+        return len({p.karpenter for p in self.pools}) == 2
+
+    def provisioner_taint(self) -> dict[str, str]:
+        """The taint a Karpenter pool's nodes carry in a :attr:`mixed` cluster (Kubernetes spelling)."""
+        return {"key": PROVISIONER_TAINT_KEY, "value": KARPENTER, "effect": GPU_TAINT_EFFECT}
+
+    def provisioner_toleration(self) -> dict[str, str]:
+        """What a pod naming a Karpenter pool tolerates besides :meth:`toleration`, and node agents too."""
+        return {
+            "key": PROVISIONER_TAINT_KEY,
+            "operator": "Equal",
+            "value": KARPENTER,
+            "effect": GPU_TAINT_EFFECT,
+        }
+
+    def pool_taints(self, name: str) -> list[dict[str, str]]:
+        """Every taint on pool ``name``'s nodes: the GPU taint, plus the provisioner's on a Karpenter pool
+        of a :attr:`mixed` cluster."""
+        extra = [self.provisioner_taint()] if self.mixed and self.pool(name).karpenter else []
+        return [self.node_taint(), *extra]
+
+    def agent_tolerations(self) -> list[dict[str, str]]:
+        """What a node agent meant for every GPU node tolerates (the device plugin, CloudWatch's agents)."""
+        return [self.toleration(), *([self.provisioner_toleration()] if self.mixed else [])]
 
     def eks_taint(self) -> dict[str, str]:
         """The taint as the EKS CreateNodegroup API takes it (``NO_SCHEDULE``)."""

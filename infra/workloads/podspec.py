@@ -8,7 +8,7 @@ from typing import Any
 
 from infra.workloads import security
 from infra.workloads.placement import DEFAULT_PLACEMENT, GPU_RESOURCE, Placement, gpu_count
-from infra.workloads.pools import GpuDemand, apply_pool, check_affinity
+from infra.workloads.pools import GpuDemand, apply_pool, check_affinity, merge_toleration
 from infra.workloads.quantity import QuantityError, whole_count
 from infra.workloads.scheduling import gpu_limit, match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
@@ -76,20 +76,6 @@ def _merge_node_selector(pod: dict[str, Any], placement: Placement) -> None:
             f"({placement.key}={placement.value!r}): remove that entry or set it to {placement.value!r}"
         )
     pod["nodeSelector"] = {**(selector or {}), placement.key: placement.value}
-
-
-def _merge_tolerations(pod: dict[str, Any], placement: Placement) -> None:
-    """The contract's toleration last; a user's copy of it (operator defaulted, nothing else) dropped."""
-    tolerations = pod.get("tolerations")
-    if not known(tolerations):
-        return
-    contract = placement.toleration()
-
-    def same(t: Any) -> bool:
-        written = {**t, "operator": t.get("operator") or "Equal"} if isinstance(t, Mapping) else {}
-        return {k: v for k, v in written.items() if v is not None} == contract
-
-    pod["tolerations"] = [*(t for t in tolerations or [] if not same(t)), contract]
 
 
 def _container_gpus(container: dict[str, Any], where: str) -> int | Any | None:
@@ -199,7 +185,7 @@ def _place(
         raise PodSpecError(f"{where} must be a pod spec mapping, got {type(pod_spec).__name__}")
     pod = copy.deepcopy(dict(pod_spec))
     _merge_node_selector(pod, placement)
-    _merge_tolerations(pod, placement)
+    merge_toleration(pod, placement.toleration())
     demand = _apply_gpus(pod, gpus, where)
     check_affinity(pod, apply_pool(pod, placement, pool, demand, placement_known), where)
     security.apply_profile(pod, profile, where)

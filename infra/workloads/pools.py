@@ -9,7 +9,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, GpuPool, Placement, PlacementError
+from infra.workloads.placement import (
+    GPU_RESOURCE,
+    GPU_TAINT_EFFECT,
+    KARPENTER,
+    POOL_LABEL,
+    PROVISIONER_TAINT_KEY,
+    GpuPool,
+    Placement,
+    PlacementError,
+)
 from infra.workloads.scheduling import match_expression
 from infra.workloads.values import UNKNOWN, PodSpecError, known
 
@@ -164,10 +173,99 @@ def _chosen_pool(pod: dict[str, Any], pool: str | None) -> str | None:
     return pool
 
 
+def merge_toleration(pod: dict[str, Any], toleration: Mapping[str, str]) -> None:
+    """``toleration`` last; a user's copy of it (operator defaulted, nothing else) dropped."""
+    tolerations = pod.get("tolerations")
+    if not known(tolerations):
+        return
+
+    def same(t: Any) -> bool:
+        written = {**t, "operator": t.get("operator") or "Equal"} if isinstance(t, Mapping) else {}
+        return {k: v for k, v in written.items() if v is not None} == toleration
+
+    pod["tolerations"] = [*(t for t in tolerations or [] if not same(t)), dict(toleration)]
+
+
+def _provisioner_tolerations(pod: Mapping[str, Any]) -> list[int]:
+    """Indexes of the user's tolerations keyed by the provisioner taint (those not known yet are skipped)."""
+    tolerations = pod.get("tolerations")
+    if not known(tolerations):
+        return []
+    return [
+        i
+        for i, t in enumerate(tolerations or [])
+        if known(t) and isinstance(t, Mapping) and t.get("key") == PROVISIONER_TAINT_KEY
+    ]
+
+
+def _karpenter_names(placement: Placement, pools: Sequence[GpuPool] | None = None) -> str:
+    return ", ".join(p.name for p in (placement.pools if pools is None else pools) if p.karpenter)
+
+
+def _route(pod: dict[str, Any], placement: Placement, chosen: GpuPool | None) -> None:
+    """One provisioner per pod: the provisioner toleration for a Karpenter pool's pod (in any cluster, so
+    a cluster that later gains node-group pools strands none); a hand-written one refused where it would
+    contradict the pool, or the routing of a pool-less pod in a mixed cluster (decision 0098)."""
+    if chosen is not None and chosen.karpenter:
+        merge_toleration(pod, placement.provisioner_toleration())
+        return
+    written = _provisioner_tolerations(pod)
+    if not written or not placement.mixed:
+        return  # harmless where no node carries the taint
+    taint = f"{PROVISIONER_TAINT_KEY}={KARPENTER}:{GPU_TAINT_EFFECT}"
+    if chosen is not None:
+        raise PodSpecError(
+            f"tolerations[{written[0]}] tolerates {taint}, the taint only Karpenter pools' nodes carry, but pool "
+            f"{chosen.name!r} is a managed node group (Cluster Autoscaler): remove that toleration, or set pool "
+            f"to a Karpenter pool ({_karpenter_names(placement)})"
+        )
+    raise PodSpecError(
+        f"tolerations[{written[0]}] tolerates {taint}, the taint only Karpenter pools' nodes carry, but the pod "
+        "names no pool, and where a cluster has both node-group and Karpenter pools a pod without a pool goes "
+        "to the node groups only, so that Cluster Autoscaler and Karpenter never both launch a node for it: "
+        f"set pool to a Karpenter pool ({_karpenter_names(placement)}) and drop the toleration (the pool "
+        "adds it), or remove the toleration"
+    )
+
+
+def _fits(pool: GpuPool, demand: GpuDemand) -> bool:
+    return demand.largest <= pool.max_gpus_per_container and demand.least <= pool.max_gpus_per_pod
+
+
+def _limits(pools: Sequence[GpuPool]) -> str:
+    return ", ".join(
+        f"{p.name}: at most {p.max_gpus_per_pod} per pod" + (", 1 per container" if p.shared else "")
+        for p in pools
+    )
+
+
+def _refuse_unfit(placement: Placement, demand: GpuDemand, candidates: Sequence[GpuPool]) -> None:
+    """No pool the pod may use can give it its GPUs: name the Karpenter pools that could, else every limit."""
+    asks = (
+        f"the pod asks for {demand.least} {GPU_RESOURCE} (at most {demand.largest} in one container, "
+        f"{demand.largest_where})"
+    )
+    karpenter = [p for p in placement.pools if p.karpenter and _fits(p, demand)]
+    if placement.mixed and karpenter:
+        raise PodSpecError(
+            f"{asks}, which no node-group pool can give ({_limits(candidates)}); where a cluster has both "
+            "node-group and Karpenter pools, a pod that names no pool goes to the node groups only, so that "
+            "Cluster Autoscaler and Karpenter never both launch a node for it: set pool to a Karpenter pool "
+            f"that can ({_karpenter_names(placement, karpenter)})"
+        )
+    raise PodSpecError(
+        f"{asks} but no GPU pool can give that ({_limits(placement.pools)}); ask for fewer GPUs"
+    )
+
+
 def apply_pool(
     pod: dict[str, Any], placement: Placement, pool: str | None, demand: GpuDemand, placement_known: bool
 ) -> list[Mapping[str, str]] | None:
-    """Pin or narrow the pod to pools that can give it its GPUs; return the possible node labels."""
+    """Pin or narrow the pod to pools that can give it its GPUs; return the possible node labels.
+
+    In a cluster with both kinds of pool, a pod that names no pool is narrowed to the node-group
+    pools (node affinity on the pool label) and one that names a Karpenter pool tolerates its
+    provisioner taint: Cluster Autoscaler or Karpenter acts for it, never both."""
     pool = _chosen_pool(pod, pool)
     if not placement_known:
         return None
@@ -177,24 +275,18 @@ def apply_pool(
         except PlacementError as error:
             raise PodSpecError(f"pool: {error}") from None
         _check_pool(chosen, demand)
+        _route(pod, placement, chosen)
         return [placement.pool_labels(pool)]
     if not placement.pools:
         return [placement.node_labels()]
-    fitting = [
-        p
-        for p in placement.pools
-        if demand.largest <= p.max_gpus_per_container and demand.least <= p.max_gpus_per_pod
-    ]
+    _route(pod, placement, None)
+    candidates = [p for p in placement.pools if not (placement.mixed and p.karpenter)]
+    fitting = [p for p in candidates if _fits(p, demand)]
     if not fitting:
-        limits = ", ".join(
-            f"{p.name}: at most {p.max_gpus_per_pod} per pod" + (", 1 per container" if p.shared else "")
-            for p in placement.pools
-        )
-        raise PodSpecError(
-            f"the pod asks for {demand.least} {GPU_RESOURCE} (at most {demand.largest} in one container, "
-            f"{demand.largest_where}) but no GPU pool can give that ({limits}); ask for fewer GPUs"
-        )
+        _refuse_unfit(placement, demand, candidates)
     if not known(demand.total):
+        if placement.mixed:
+            _require_pools(pod, [p.name for p in candidates])
         return None
     if len(fitting) < len(placement.pools):
         _require_pools(pod, [p.name for p in fitting])

@@ -83,7 +83,7 @@ def test_the_nodepool_carries_what_the_same_pool_as_a_node_group_carries(stack: 
     assert template["spec"]["taints"] == [
         {"key": t["key"], "value": t["value"], "effect": EKS_TO_K8S_EFFECT[t["effect"]]}
         for t in group.inputs["taints"]
-    ]
+    ] + [stack[0].contract.provisioner_taint()]  # node groups too in this stack: decision 0098
     requirements = {r["key"]: r["values"] for r in template["spec"]["requirements"]}
     assert requirements == {
         "kubernetes.io/arch": ["arm64"],
