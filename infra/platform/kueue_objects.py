@@ -45,12 +45,14 @@ def _object(kind: str, name: str, spec: Mapping[str, Any], namespace: str | None
 
 
 def resource_flavor(placement: Placement, pool: str) -> dict[str, Any]:
-    """A pool as Kueue sees it: admitted Jobs get its labels and the GPU toleration, the same ones
-    ``GpuJob`` gives them (so Kueue's merge never meets a conflicting nodeSelector value)."""
+    """A pool as Kueue sees it: admitted Jobs get its labels and tolerations, the same ones ``GpuJob``
+    gives them (so Kueue's merge never meets a conflicting nodeSelector value): the GPU toleration, and
+    on a Karpenter pool the provisioner's too (decision 0098), without which its nodes refuse the pods."""
+    tolerations = [placement.toleration()]
+    if placement.pool(pool).karpenter:
+        tolerations.append(placement.provisioner_toleration())
     return _object(
-        "ResourceFlavor",
-        pool,
-        {"nodeLabels": placement.pool_labels(pool), "tolerations": [placement.toleration()]},
+        "ResourceFlavor", pool, {"nodeLabels": placement.pool_labels(pool), "tolerations": tolerations}
     )
 
 

@@ -13,7 +13,9 @@ from infra.platform.config import load
 from infra.platform.kueue import VERSION, helm_values
 from infra.tooling.pinned_chart import kueue_version
 from infra.workloads.job import place_job_spec
+from infra.workloads.placement import GpuPool, Placement
 from infra.workloads.queues import COHORT, PRIORITY_CLASSES
+from infra.workloads.scheduling import Node, placeable_on
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,6 +83,37 @@ def test_one_flavor_per_pool_with_its_labels_and_the_contract_toleration(dev) ->
         "nodeLabels": {"GPU": "true", "eks-gpu/pool": "training"},
         "tolerations": [{"key": "GPU", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
     }
+
+
+MIXED = Placement(
+    pools=(GpuPool("inference", gpus_per_node=1), GpuPool("burst", gpus_per_node=1, provisioner="karpenter"))
+)
+
+
+def _pool_node(pool: str) -> Node:
+    return Node(pool, MIXED.pool_labels(pool), tuple(MIXED.pool_taints(pool)), {"nvidia.com/gpu": 1})
+
+
+@pytest.mark.parametrize("pool", ["inference", "burst"])
+def test_in_a_mixed_cluster_the_flavor_gives_what_gpu_job_gives_its_pool(pool) -> None:
+    """The merge changes nothing of a GpuJob's pod, on a node-group pool as on a Karpenter one."""
+    spec = place_job_spec(
+        {"template": {"spec": {"containers": [{"name": "t", "image": "x"}]}}}, MIXED, pool=pool
+    )
+    pod = spec["template"]["spec"]
+    assert _kueue_merge(pod, kueue_objects.resource_flavor(MIXED, pool)) == pod
+
+
+def test_a_hand_written_queued_job_admitted_to_a_karpenter_flavor_can_run_there() -> None:
+    """A Job that is not a GpuJob, with only the GPU toleration: the flavor adds the pool's label and the
+    provisioner toleration the pool's nodes need in a mixed cluster (decision 0098), else it stays Pending."""
+    pod = {
+        "containers": [{"name": "t", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+        "tolerations": [MIXED.toleration()],
+        "nodeSelector": MIXED.node_selector(),
+    }
+    admitted = _kueue_merge(pod, kueue_objects.resource_flavor(MIXED, "burst"))
+    assert placeable_on(admitted, [_pool_node("inference"), _pool_node("burst")]) == ["burst"]
 
 
 def test_each_team_has_a_cluster_queue_in_one_cohort_scoped_to_its_namespace(dev) -> None:
