@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pulumi.runtime
@@ -26,8 +27,18 @@ def test_every_private_sdk_name_we_use_exists() -> None:
     assert sdk.missing() == []
 
 
+@pytest.fixture
+def no_program_config() -> Iterator[None]:
+    """The SDK's in-process config map emptied: an offline run earlier in this worker leaves its stack's there."""
+    import pulumi.runtime.config as runtime_config  # the map sdk.all_config reads (decision 0030)
+
+    token = runtime_config.CONFIG.set({})
+    yield
+    runtime_config.CONFIG.reset(token)
+
+
 def test_the_config_map_and_its_secret_keys_are_read_as_the_engine_passes_them(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, no_program_config: None
 ) -> None:
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"p:a": "1", "p:b": "2"}))
     monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["p:b"]))
@@ -35,7 +46,7 @@ def test_the_config_map_and_its_secret_keys_are_read_as_the_engine_passes_them(
     assert sdk.secret_config_keys() == {"p:b"}
 
 
-def test_no_engine_no_config(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_engine_no_config(monkeypatch: pytest.MonkeyPatch, no_program_config: None) -> None:
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
     monkeypatch.delenv("PULUMI_CONFIG_SECRET_KEYS", raising=False)
     assert sdk.all_config() == {}
