@@ -5,10 +5,11 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from infra import GpuJob, PodSpecError
+from infra import GpuJob
 from infra.workloads.gpu_job import QUEUED_JOB_TIMEOUT
 from infra.workloads.placement import GpuPool, Placement
 from infra.workloads.queues import MIN_PARALLELISM, PRIORITY_LABEL, QUEUE_LABEL, TeamQueue
+from tests.workloads.test_gpu_job import _refused as refused_job
 
 JOB = "kubernetes:batch/v1:Job"
 PLACEMENT = Placement(
@@ -35,17 +36,10 @@ def _job(run, **kwargs: object) -> dict:
 
 
 def _refused(run, **kwargs: object) -> str:
+    """The refusal of a queued GpuJob, on the exported placement by default (test_gpu_job's check)."""
     kwargs.setdefault("spec", job_spec())
     kwargs.setdefault("placement", EXPORTED)
-    caught: list[str] = []
-
-    def program() -> None:
-        with pytest.raises(PodSpecError) as raised:
-            GpuJob("t", **kwargs)
-        caught.append(str(raised.value))
-
-    assert run(program).resources == []
-    return caught[0]
+    return refused_job(run, **kwargs)
 
 
 def test_a_queued_job_is_labelled_for_kueue_with_the_teams_priority(run) -> None:
