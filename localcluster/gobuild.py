@@ -86,6 +86,7 @@ TARGETS: dict[str, Target] = {
             ("cluster-autoscaler",),
             script=(str(HERE / "autoscaler" / "build.sh"),),
         ),
+        Target("kueue", HERE / "kueue", ("kueue",), script=(str(HERE / "kueue" / "build.sh"),)),
     )
 }
 # the names callers use for several targets
@@ -93,7 +94,7 @@ ALIASES = {
     "tools": ("kwok", "helm"),
     "pulumi": ("pulumi-cli", "pulumi-hosts", "pulumi-go", "pulumi-yaml", "pulumi-kubernetes"),
 }
-DEFAULT = ("kube", "tools", "charts", "pulumi", "karpenter", "autoscaler")
+DEFAULT = ("kube", "tools", "charts", "pulumi", "karpenter", "autoscaler", "kueue")
 
 
 class BuildError(RuntimeError):
