@@ -40,7 +40,11 @@ def _until(check, timeout: float = 120) -> float:
 
 
 def _workloads(kube: Kube) -> list:
-    return kube.resource({"apiVersion": kueue.API, "kind": "Workload"}).get(namespace=world.NAMESPACES[TEAM]).items
+    return (
+        kube.resource({"apiVersion": kueue.API, "kind": "Workload"})
+        .get(namespace=world.NAMESPACES[TEAM])
+        .items
+    )
 
 
 def one_round(kube: Kube, index: int) -> tuple[float, float, float]:
@@ -65,7 +69,9 @@ def main() -> None:
     running = cluster.status()
     started = not (running and all(running.values()))
     if started:
-        subprocess.run([python, "-m", "localcluster", "start"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [python, "-m", "localcluster", "start"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL
+        )
     kube = Kube(cluster.KUBECONFIG)
     controller = kueue.Kueue(kube, world.chart_values())
     controller.install()
@@ -84,7 +90,9 @@ def main() -> None:
             )
         controller.stop()
         if started:
-            subprocess.run([python, "-m", "localcluster", "stop"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [python, "-m", "localcluster", "stop"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL
+            )
     for label, values in (
         ("Job created -> Workload", [r[0] for r in rounds]),
         ("Job created -> admitted (unsuspended)", [r[1] for r in rounds]),

@@ -111,9 +111,7 @@ def cluster_objects(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     service["spec"] = {"type": "ExternalName", "externalName": HOST, "ports": service["spec"]["ports"]}
     kept.append(service)
     kept += [
-        o
-        for o in objects
-        if o["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        o for o in objects if o["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
     ]
     return kept
 
@@ -220,7 +218,9 @@ class Kueue:
         _webhook_port_free()
         self.volume = SecretVolume(self.kube, f"{RELEASE}-webhook-server-cert", self.workdir / "certs")
         try:
-            services.start(NAME, self.command(), self.ready, env={"KUBECONFIG": str(kubeconfig)}, timeout=timeout)
+            services.start(
+                NAME, self.command(), self.ready, env={"KUBECONFIG": str(kubeconfig)}, timeout=timeout
+            )
         except BaseException:
             self.volume.stop()
             self.volume = None
@@ -239,7 +239,9 @@ class Kueue:
         """Kueue's cert-controller has put its CA into both webhook configurations."""
         for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             api = self.kube.dynamic.resources.get(api_version="admissionregistration.k8s.io/v1", kind=kind)
-            found = api.get(name=f"{RELEASE}-{kind[: -len('WebhookConfiguration')].lower()}-webhook-configuration")
+            found = api.get(
+                name=f"{RELEASE}-{kind[: -len('WebhookConfiguration')].lower()}-webhook-configuration"
+            )
             if not all(w.clientConfig.get("caBundle") for w in found.webhooks):
                 return False
         return True

@@ -41,7 +41,9 @@ def contract() -> Placement:
 def manager_config() -> dict[str, Any]:
     """The Configuration the platform gives the chart (decision 0099), for the teams of ``NAMESPACES``."""
     chart_default = yaml.safe_load(
-        yaml.safe_load((kueue.chart() / "values.yaml").read_text())["managerConfig"]["controllerManagerConfigYaml"]
+        yaml.safe_load((kueue.chart() / "values.yaml").read_text())["managerConfig"][
+            "controllerManagerConfigYaml"
+        ]
     )
     names = sorted(NAMESPACES.values())
     return {
@@ -50,7 +52,9 @@ def manager_config() -> dict[str, Any]:
             "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": names}]
         },
         "integrations": {"frameworks": ["batch/job"]},
-        "resources": {"excludeResourcePrefixes": ["cpu", "memory", "ephemeral-storage", "hugepages-", "pods"]},
+        "resources": {
+            "excludeResourcePrefixes": ["cpu", "memory", "ephemeral-storage", "hugepages-", "pods"]
+        },
         "waitForPodsReady": {
             "timeout": "10m",
             "blockAdmission": False,
@@ -68,10 +72,16 @@ def _object(kind: str, name: str, spec: Mapping[str, Any], namespace: str | None
     return {"apiVersion": API, "kind": kind, "metadata": metadata, "spec": dict(spec)}
 
 
-def objects(placement: Placement, teams: Mapping[str, Mapping[str, Mapping[str, int]]]) -> list[dict[str, Any]]:
+def objects(
+    placement: Placement, teams: Mapping[str, Mapping[str, Mapping[str, int]]]
+) -> list[dict[str, Any]]:
     """Flavors, classes, ClusterQueues and LocalQueues for ``{team: {pool: {nominalQuota, ...}}}``."""
     flavors = [
-        _object("ResourceFlavor", pool, {"nodeLabels": placement.pool_labels(pool), "tolerations": [placement.toleration()]})
+        _object(
+            "ResourceFlavor",
+            pool,
+            {"nodeLabels": placement.pool_labels(pool), "tolerations": [placement.toleration()]},
+        )
         for pool in placement.pool_names
     ]
     classes = [
@@ -115,7 +125,9 @@ def job(
 ) -> dict[str, Any]:
     """A one-pod Job placed on ``pool`` the platform's way, queued in the team's LocalQueue; its pod
     runs for ``hold`` once started (kwok's delayed completion: localcluster/cluster.py)."""
-    spec = place_pod_spec({"containers": [CONTAINER], "restartPolicy": "Never"}, contract(), gpus=gpus, pool=pool)
+    spec = place_pod_spec(
+        {"containers": [CONTAINER], "restartPolicy": "Never"}, contract(), gpus=gpus, pool=pool
+    )
     labels = {
         **({kueue.QUEUE_LABEL: queue} if queue else {}),
         **({kueue.PRIORITY_LABEL: priority} if priority else {}),

@@ -19,9 +19,9 @@ from kubernetes.client.rest import ApiException
 
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL
 from localcluster import cluster as local
+from localcluster import kueue_world as world
 from localcluster.kube import Kube
 from localcluster.kueue import API, Kueue, wait
-from localcluster import kueue_world as world
 
 ADMIT_SECONDS = 60  # an upper bound on a busy 2-core machine; admission itself takes well under a second
 HOLD_SECONDS = 8  # how long a verdict "still waiting" must hold: several of Kueue's scheduling cycles
@@ -37,7 +37,9 @@ def controller(kube: Kube) -> Iterator[Kueue]:
 
 
 @contextlib.contextmanager
-def teams(kube: Kube, controller: Kueue, quotas: Mapping[str, Mapping[str, Mapping[str, int]]]) -> Iterator[None]:
+def teams(
+    kube: Kube, controller: Kueue, quotas: Mapping[str, Mapping[str, Mapping[str, int]]]
+) -> Iterator[None]:
     """The teams' namespaces and the Kueue objects for ``quotas``; all removed after (namespaces
     first: their Jobs and Workloads go, then the queues Kueue holds while in use)."""
     objects = world.objects(world.contract(), quotas)
@@ -52,7 +54,9 @@ def teams(kube: Kube, controller: Kueue, quotas: Mapping[str, Mapping[str, Mappi
             kube.delete_namespace(world.NAMESPACES[team], timeout=120)
         for manifest in reversed(objects):
             with contextlib.suppress(ApiException):
-                kube.resource(manifest).delete(name=manifest["metadata"]["name"], namespace=manifest["metadata"].get("namespace"))
+                kube.resource(manifest).delete(
+                    name=manifest["metadata"]["name"], namespace=manifest["metadata"].get("namespace")
+                )
         wait("the ClusterQueues gone", lambda: not _get_all(kube, "ClusterQueue"), 60, controller)
 
 
@@ -65,7 +69,9 @@ def submit(kube: Kube, manifest: dict[str, Any]) -> None:
 
 
 def _job(kube: Kube, manifest: Mapping[str, Any]) -> Any:
-    return kube.resource(manifest).get(name=manifest["metadata"]["name"], namespace=manifest["metadata"]["namespace"])
+    return kube.resource(manifest).get(
+        name=manifest["metadata"]["name"], namespace=manifest["metadata"]["namespace"]
+    )
 
 
 def suspended(kube: Kube, manifest: Mapping[str, Any]) -> bool:
@@ -82,7 +88,11 @@ def workload(kube: Kube, manifest: Mapping[str, Any]) -> Any:
 
 
 def condition(found: Any, kind: str) -> Any:
-    return next((c for c in (found.status or {}).get("conditions") or [] if c["type"] == kind), None) if found else None
+    return (
+        next((c for c in (found.status or {}).get("conditions") or [] if c["type"] == kind), None)
+        if found
+        else None
+    )
 
 
 def bound_pods(kube: Kube, manifest: Mapping[str, Any]) -> list[Any]:
@@ -103,7 +113,9 @@ def pool_of(kube: Kube, node: str) -> str | None:
 def admitted_and_running(kube: Kube, controller: Kueue, manifest: Mapping[str, Any]) -> Any:
     """Wait until Kueue unsuspends the Job and its pod is bound; returns the pod."""
     name = manifest["metadata"]["name"]
-    wait(f"Job {name} admitted (unsuspended)", lambda: not suspended(kube, manifest), ADMIT_SECONDS, controller)
+    wait(
+        f"Job {name} admitted (unsuspended)", lambda: not suspended(kube, manifest), ADMIT_SECONDS, controller
+    )
     pods = wait(f"Job {name}'s pod bound", lambda: bound_pods(kube, manifest), ADMIT_SECONDS, controller)
     return pods[0]
 
@@ -176,7 +188,9 @@ def test_a_team_borrows_idle_quota_up_to_its_borrowing_limit(kube: Kube, control
         for manifest in jobs[:2]:
             submit(kube, manifest)
             admitted_and_running(kube, controller, manifest)
-        assert wait("alpha's ClusterQueue to report 1 borrowed", lambda: borrowed(kube, "alpha", "inference") == 1, 30)
+        assert wait(
+            "alpha's ClusterQueue to report 1 borrowed", lambda: borrowed(kube, "alpha", "inference") == 1, 30
+        )
         submit(kube, jobs[2])  # beta still has 2 idle slices: only borrowingLimit stops it
         still_waiting(kube, controller, jobs[2])
 
@@ -230,7 +244,12 @@ def test_a_higher_priority_job_preempts_a_lower_one_in_the_same_team(kube: Kube,
         submit(kube, high)
         pod = admitted_and_running(kube, controller, high)
         assert pool_of(kube, pod.spec.node_name) == "training"
-        wait("the low-priority Job preempted", lambda: preempted(kube, low, "InClusterQueue"), ADMIT_SECONDS, controller)
+        wait(
+            "the low-priority Job preempted",
+            lambda: preempted(kube, low, "InClusterQueue"),
+            ADMIT_SECONDS,
+            controller,
+        )
 
 
 def test_time_sliced_quota_is_counted_in_slices(kube: Kube, controller: Kueue) -> None:
@@ -271,6 +290,8 @@ def test_with_kueue_down_only_the_teams_namespaces_refuse_jobs_and_running_jobs_
         still_waiting(kube, controller, later)  # the restarted controller counts the running Job's quota
         assert not suspended(kube, running) and bound_pods(kube, running)
         kube.resource(running).delete(
-            name="running", namespace=running["metadata"]["namespace"], body={"propagationPolicy": "Background"}
+            name="running",
+            namespace=running["metadata"]["namespace"],
+            body={"propagationPolicy": "Background"},
         )
         admitted_and_running(kube, controller, later)  # and gives it to the next Job once freed

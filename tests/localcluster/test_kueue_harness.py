@@ -43,7 +43,11 @@ def test_the_webhook_configurations_and_crds_are_applied_as_rendered_the_service
     by_kind = {}
     for o in applied:
         by_kind.setdefault(o["kind"], []).append(o)
-    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "CustomResourceDefinition"):
+    for kind in (
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "CustomResourceDefinition",
+    ):
         assert by_kind[kind] == [o for o in chart if o["kind"] == kind]
     (service,) = by_kind["Service"]
     assert service["metadata"]["name"] == kueue.SERVICE
@@ -66,7 +70,12 @@ def test_only_job_pods_carrying_the_hold_annotation_wait_to_complete(tmp_path, m
     monkeypatch.setattr(cluster, "RUN", tmp_path)
     stages = [yaml.safe_load(Path(p).read_text()) for p in cluster._kwok_stages() if "pod-complete" in p]
     key = f'.metadata.annotations["{cluster.HOLD_ANNOTATION}"]'
-    ops = {s["metadata"]["name"]: next(e["operator"] for e in s["spec"]["selector"]["matchExpressions"] if e["key"] == key) for s in stages}
+    ops = {
+        s["metadata"]["name"]: next(
+            e["operator"] for e in s["spec"]["selector"]["matchExpressions"] if e["key"] == key
+        )
+        for s in stages
+    }
     assert ops == {"pod-complete": "DoesNotExist", "pod-complete-held": "Exists"}
     held = next(s for s in stages if s["metadata"]["name"] == "pod-complete-held")
     assert held["spec"]["delay"]["durationFrom"] == {"expressionFrom": key}
