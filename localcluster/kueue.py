@@ -232,8 +232,21 @@ class Kueue:
         return (
             _status(f"http://{HOST}:{self.ports['health']}/readyz") == 200
             and self.ca_injected()
-            and "successfully acquired lease" in services.log_path(NAME).read_text(errors="replace")
+            and self.leading()
         )
+
+    def leading(self) -> bool:
+        """A process holds the chart's Lease (a stopped controller releases it: ReleaseOnCancel)."""
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+
+        config = configuration(self.objects)
+        name = config.get("leaderElection", {}).get("resourceName", "c1f6bfd2.kueue.x-k8s.io")
+        try:
+            lease = client.CoordinationV1Api(self.kube.api).read_namespaced_lease(name, NAMESPACE)
+        except ApiException:
+            return False
+        return bool(lease.spec.holder_identity)
 
     def ca_injected(self) -> bool:
         """Kueue's cert-controller has put its CA into both webhook configurations."""

@@ -83,13 +83,13 @@ def workload(kube: Kube, manifest: Mapping[str, Any]) -> Any:
     name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
     for found in _get_all(kube, "Workload", namespace):
         if any(o.name == name and o.kind == "Job" for o in found.metadata.ownerReferences or []):
-            return found
+            return found.to_dict()
     return None
 
 
 def condition(found: Any, kind: str) -> Any:
     return (
-        next((c for c in (found.status or {}).get("conditions") or [] if c["type"] == kind), None)
+        next((c for c in found.get("status", {}).get("conditions") or [] if c["type"] == kind), None)
         if found
         else None
     )
@@ -134,8 +134,8 @@ def still_waiting(kube: Kube, controller: Kueue, manifest: Mapping[str, Any]) ->
 
 def borrowed(kube: Kube, team: str, flavor: str) -> int:
     """What the team's ClusterQueue reports borrowed from the cohort on ``flavor``."""
-    cq = kube.resource({"apiVersion": API, "kind": "ClusterQueue"}).get(name=team)
-    for usage in (cq.status or {}).get("flavorsUsage") or []:
+    cq = kube.resource({"apiVersion": API, "kind": "ClusterQueue"}).get(name=team).to_dict()
+    for usage in cq.get("status", {}).get("flavorsUsage") or []:
         if usage["name"] == flavor:
             for resource in usage["resources"]:
                 if resource["name"] == GPU_RESOURCE:
@@ -164,7 +164,7 @@ def test_a_teams_job_within_quota_is_admitted_and_its_pod_binds_on_that_pools_no
         pod = admitted_and_running(kube, controller, first)
         assert pool_of(kube, pod.spec.node_name) == "training"
         found = workload(kube, first)
-        assignment = found.status["admission"]["podSetAssignments"][0]
+        assignment = found["status"]["admission"]["podSetAssignments"][0]
         assert assignment["flavors"] == {GPU_RESOURCE: "training"}
         assert condition(found, "Admitted")["status"] == "True"
 
