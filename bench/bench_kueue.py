@@ -14,6 +14,7 @@ Nothing here is a test: these are numbers to report.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -22,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from kubernetes.client.rest import ApiException  # noqa: E402
 
 from localcluster import cluster, kueue  # noqa: E402
 from localcluster import kueue_world as world  # noqa: E402
@@ -83,12 +86,15 @@ def main() -> None:
             kube.apply(manifest)
         rounds = [one_round(kube, i) for i in range(args.rounds)]
     finally:
-        kube.delete_namespace(world.NAMESPACES[TEAM], timeout=120)
-        for manifest in reversed(objects):
-            kube.resource(manifest).delete(
-                name=manifest["metadata"]["name"], namespace=manifest["metadata"].get("namespace")
-            )
-        controller.stop()
+        try:
+            kube.delete_namespace(world.NAMESPACES[TEAM], timeout=120)
+            for manifest in reversed(objects):
+                with contextlib.suppress(ApiException):  # the LocalQueue went with its namespace
+                    kube.resource(manifest).delete(
+                        name=manifest["metadata"]["name"], namespace=manifest["metadata"].get("namespace")
+                    )
+        finally:
+            controller.stop()
         if started:
             subprocess.run(
                 [python, "-m", "localcluster", "stop"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL
