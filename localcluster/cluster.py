@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from localcluster import pki, processes, services
 from localcluster.gomod import BIN, module_dir
 from localcluster.gomod import CACHE as CACHE  # re-exported: pulumi_cli.py imports it from here
@@ -147,10 +149,38 @@ KWOK_STAGES = (
 )
 
 
+# A Job's pod annotated with kwok's own delay annotation (its general pod-complete stage reads the same
+# one: a Go duration such as "1h") succeeds only after that delay, so it holds its node and its quota
+# until then (Kueue's preemption scenarios); every other Job's pod still succeeds at once.
+HOLD_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
+
+
+def _held(stage: Path) -> list[Path]:
+    """The fast pod-complete stage split in two, written to the run folder: unchanged for pods without
+    ``HOLD_ANNOTATION``, and after the annotation's delay for pods with it."""
+    key = f'.metadata.annotations["{HOLD_ANNOTATION}"]'
+    out: list[Path] = []
+    for suffix, operator in (("", "DoesNotExist"), ("-held", "Exists")):
+        document = yaml.safe_load(stage.read_text())
+        document["metadata"]["name"] += suffix
+        document["spec"]["selector"]["matchExpressions"].append({"key": key, "operator": operator})
+        if suffix:
+            document["spec"]["delay"] = {"durationMilliseconds": 0, "durationFrom": {"expressionFrom": key}}
+        path = RUN / "kwok-stages" / f"{document['metadata']['name']}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(document))
+        out.append(path)
+    return out
+
+
 def _kwok_stages() -> list[str]:
     """kwok's own stage files, from its module at the pinned version (kwok runs none by default)."""
     root = module_dir("tools", "sigs.k8s.io/kwok") / "kustomize" / "stage"
-    return [str(root / stage) for stage in KWOK_STAGES]
+    return [
+        str(path)
+        for stage in KWOK_STAGES
+        for path in (_held(root / stage) if stage.endswith("pod-complete.yaml") else [root / stage])
+    ]
 
 
 def _kubeconfig(p: Ports) -> str:

@@ -43,6 +43,11 @@ class Target:
 
 
 TOOLS, PULUMI = HERE / "tools", HERE / "pulumi"
+KUBE_VERSION = (  # bash: $x, the -X flags for k8s.io/kubernetes' version in go.mod (v1.35.4: 1, 35)
+    'v=$(awk \'$1 == "k8s.io/kubernetes" {print $2}\' go.mod); IFS=. read -r major minor _ <<< "${v#v}"; '
+    "p=k8s.io/component-base/version; "
+    'x="-X $p.gitVersion=$v -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"'
+)
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -50,8 +55,10 @@ TARGETS: dict[str, Target] = {
             "kube",
             HERE / "kube",
             ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"),
-            # every `tool` go.mod declares, plus the module's own main package (etcd)
-            script=("bash", "-c", f'go build "{STRIP}" -o "$0/" tool ./etcd'),
+            # every `tool` go.mod declares, plus the module's own main package (etcd); the version the
+            # binaries report (/version) set as Kubernetes' own release build sets it (hack/lib/version.sh):
+            # left at v0.0.0-master, clients that parse it (Kueue's server version fetcher) refuse to start
+            script=("bash", "-c", f'{KUBE_VERSION}; go build "{STRIP} $x" -o "$0/" tool ./etcd'),
         ),
         Target("kwok", TOOLS, ("kwok",), packages=("sigs.k8s.io/kwok/cmd/kwok",)),
         Target("helm", TOOLS, ("helm",), packages=("helm.sh/helm/v4/cmd/helm",)),
@@ -86,6 +93,7 @@ TARGETS: dict[str, Target] = {
             ("cluster-autoscaler",),
             script=(str(HERE / "autoscaler" / "build.sh"),),
         ),
+        Target("kueue", HERE / "kueue", ("kueue",), script=(str(HERE / "kueue" / "build.sh"),)),
     )
 }
 # the names callers use for several targets
@@ -93,7 +101,7 @@ ALIASES = {
     "tools": ("kwok", "helm"),
     "pulumi": ("pulumi-cli", "pulumi-hosts", "pulumi-go", "pulumi-yaml", "pulumi-kubernetes"),
 }
-DEFAULT = ("kube", "tools", "charts", "pulumi", "karpenter", "autoscaler")
+DEFAULT = ("kube", "tools", "charts", "pulumi", "karpenter", "autoscaler", "kueue")
 
 
 class BuildError(RuntimeError):

@@ -1,0 +1,81 @@
+"""What the harness changes of Kueue's chart to run it on a bare local API server, and nothing more.
+
+The real controller's scenarios are in tests/cluster/test_kueue.py; these check the harness's own
+rewriting of the chart (rendered by the pinned helm from the pinned chart), so a listener left on
+every interface, or a webhook configuration changed by the harness, fails here first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from localcluster import cluster, kueue
+from localcluster import kueue_world as world
+
+
+@pytest.fixture(scope="module")
+def chart() -> list[dict]:
+    return kueue.rendered(world.chart_values())
+
+
+def test_every_listener_binds_loopback_and_the_rest_of_the_platforms_configuration_is_kept(chart) -> None:
+    given = kueue.configuration(chart)
+    local = kueue.local_configuration(given, {"health": 1, "metrics": 2}, Path("/certs"))
+    assert local["health"]["healthProbeBindAddress"] == "127.0.0.1:1"
+    assert local["metrics"]["bindAddress"] == "127.0.0.1:2"
+    assert (local["webhook"]["host"], local["webhook"]["port"]) == ("127.0.0.1", 443)
+    assert "VisibilityOnDemand=false" in kueue.feature_gates(chart).split(",")
+    changed = {"health", "metrics", "webhook", "leaderElection", "namespace"}
+    assert {k: v for k, v in local.items() if k not in changed} == {
+        k: v for k, v in given.items() if k not in changed
+    }
+    assert given["managedJobsNamespaceSelector"] == world.manager_config()["managedJobsNamespaceSelector"]
+    assert local["leaderElection"]["leaderElect"] is True  # as the chart sets it
+
+
+def test_the_webhook_configurations_and_crds_are_applied_as_rendered_the_service_points_at_loopback(
+    chart,
+) -> None:
+    applied = kueue.cluster_objects(chart)
+    by_kind = {}
+    for o in applied:
+        by_kind.setdefault(o["kind"], []).append(o)
+    for kind in (
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "CustomResourceDefinition",
+    ):
+        assert by_kind[kind] == [o for o in chart if o["kind"] == kind]
+    (service,) = by_kind["Service"]
+    assert service["metadata"]["name"] == kueue.SERVICE
+    assert service["spec"] == {
+        "type": "ExternalName",
+        "externalName": "127.0.0.1",
+        "ports": next(o for o in chart if o["kind"] == "Service" and o["metadata"]["name"] == kueue.SERVICE)[
+            "spec"
+        ]["ports"],
+    }
+    job_hook = next(
+        w for o in by_kind["MutatingWebhookConfiguration"] for w in o["webhooks"] if w["name"] == "mjob.kb.io"
+    )
+    assert job_hook["failurePolicy"] == "Fail"
+    assert job_hook["namespaceSelector"]["matchExpressions"][0]["values"] == sorted(world.NAMESPACES.values())
+    assert "port" not in job_hook["clientConfig"]["service"]  # 443: the port the controller binds here
+
+
+def test_only_job_pods_carrying_the_hold_annotation_wait_to_complete(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(cluster, "RUN", tmp_path)
+    stages = [yaml.safe_load(Path(p).read_text()) for p in cluster._kwok_stages() if "pod-complete" in p]
+    key = f'.metadata.annotations["{cluster.HOLD_ANNOTATION}"]'
+    ops = {
+        s["metadata"]["name"]: next(
+            e["operator"] for e in s["spec"]["selector"]["matchExpressions"] if e["key"] == key
+        )
+        for s in stages
+    }
+    assert ops == {"pod-complete": "DoesNotExist", "pod-complete-held": "Exists"}
+    held = next(s for s in stages if s["metadata"]["name"] == "pod-complete-held")
+    assert held["spec"]["delay"]["durationFrom"] == {"expressionFrom": key}
