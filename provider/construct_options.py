@@ -33,5 +33,10 @@ class Servicer(_SDK_SERVICER):
 
 def serve(provider: Any, args: list[str]) -> None:
     """Serve ``provider`` as ``pulumi.provider.main`` does, with :class:`Servicer` answering Construct."""
+    if not callable(getattr(_SDK_SERVICER, "_construct_options", None)):  # a private name (decision 0030)
+        raise RuntimeError(
+            "pulumi's ProviderServicer has no _construct_options: this pulumi release changed how Construct "
+            "reads resource options; pin pulumi to a release the package's tests passed on (bin/check-newest-pulumi)"
+        )
     server.ProviderServicer = Servicer
     pulumi.provider.main(provider, args)

@@ -91,9 +91,10 @@ def allocatable(instance_type: str, *, managed_node_group: bool = True) -> Alloc
     False for a node Karpenter launches (no maxPods cap)."""
     pods = max_pods(instance_type, managed_node_group=managed_node_group)
     cpu, memory = spec(instance_type).vcpus * 1000, memory_capacity_mib(instance_type)
+    reserved = memory_reserved_mib(eni_max_pods(instance_type))  # nodeadm's, before any maxPods drop-in
     return Allocatable(
         cpu_millis=cpu - cpu_reserved_millis(cpu),
-        memory_mib=memory - memory_reserved_mib(pods),
+        memory_mib=memory - reserved,
         pods=pods,
         capacity_cpu_millis=cpu,
         capacity_memory_mib=memory,

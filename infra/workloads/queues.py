@@ -186,6 +186,13 @@ class QueueSettings:
                 "the Job would wait forever; use your team's namespace and queue, or ask for a team (teams:)"
             )
         team = found[0]
+        if pool is None and len(team.pools) > 1:
+            raise PodSpecError(
+                f"queue={self.queue!r} without pool: team {team.team!r} has quota on {', '.join(team.pools)}, "
+                "and Kueue may admit the Job to any of them, pinning it there, where the pool its pods can use "
+                "(their GPUs, their provisioner) may be another: they would stay Pending, requeued by "
+                f"waitForPodsReady; set pool to one of {', '.join(team.pools)}"
+            )
         if pool is not None and pool not in team.pools:
             raise PodSpecError(
                 f"pool {pool!r}: team {team.team!r} has no quota on it, so Kueue would never admit the Job; "

@@ -32,6 +32,8 @@ def job_spec(**spec: object) -> dict:
 def _job(run, **kwargs: object) -> dict:
     kwargs.setdefault("spec", job_spec())
     kwargs.setdefault("placement", EXPORTED)
+    if kwargs.get("queue") and kwargs["placement"] is EXPORTED:
+        kwargs.setdefault("pool", "training")  # a queued Job names its pool (vision has two)
     return run(lambda: GpuJob("t", **kwargs)).one(JOB)
 
 
@@ -39,6 +41,9 @@ def _refused(run, **kwargs: object) -> str:
     """The refusal of a queued GpuJob, on the exported placement by default (test_gpu_job's check)."""
     kwargs.setdefault("spec", job_spec())
     kwargs.setdefault("placement", EXPORTED)
+    if kwargs.get("queue") and kwargs["placement"] is EXPORTED and "no_pool" not in kwargs:
+        kwargs.setdefault("pool", "training")
+    kwargs.pop("no_pool", None)
     return refused_job(run, **kwargs)
 
 
@@ -95,6 +100,9 @@ def test_partial_admission_on_a_team_that_opted_in(run) -> None:
         min_parallelism=2,
     )
     assert job.inputs["metadata"]["annotations"] == {MIN_PARALLELISM: "2"}
+    # Kueue writes the admitted count into spec.parallelism; a refresh would otherwise replace the Job.
+    assert job.ignore_changes == ["spec.parallelism"]
+    assert _job(run, metadata={"namespace": "speech"}, queue="default").ignore_changes == []
 
 
 @pytest.mark.parametrize(
@@ -109,6 +117,12 @@ def test_partial_admission_on_a_team_that_opted_in(run) -> None:
             "queue 'default' in namespace 'ml' is not a queue any team declares",
         ),
         ({"queue": "default"}, "queue='default' needs metadata.namespace, a team's namespace"),
+        # Kueue may admit it to either flavor, pinning its pods there, while the pool its pods can use
+        # (their GPUs per container, their provisioner) may be the other: Pending, requeued forever.
+        (
+            {"metadata": {"namespace": "vision"}, "queue": "default", "no_pool": True},
+            "queue='default' without pool: team 'vision' has quota on inference, training",
+        ),
         (
             {"metadata": {"namespace": "speech"}, "queue": "default", "pool": "inference"},
             "pool 'inference': team 'speech' has no quota on it",
@@ -192,6 +206,7 @@ def test_an_output_placement_is_judged_once_it_resolves(run) -> None:
             spec=job_spec(),
             metadata={"namespace": pulumi.Output.from_input("vision")},
             queue="default",
+            pool="training",
             placement=pulumi.Output.from_input(EXPORTED),
         )
     ).one(JOB)
