@@ -119,7 +119,7 @@ class GpuDeployment(_Served):
     }
 
     deployment: Child
-    """The Deployment itself: depend on it, or read its status as recorded when `pulumi up`'s wait ended (e.g. status.updatedReplicas; readyReplicas can lag, `pulumi refresh` records it)."""
+    """The Deployment itself: depend on it, or read its status as recorded when `pulumi up`'s wait ended (its counts can lag the cluster's; `pulumi refresh` records them)."""
     pod_disruption_budget: Child | None
     """The PodDisruptionBudget, when one is declared (podDisruptionBudget true and replicas > 1, unknown, or autoscaled)."""
 

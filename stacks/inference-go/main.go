@@ -55,9 +55,9 @@ func main() {
 		}
 		ctx.Export("deployment", server.Name)
 		ctx.Export("namespace", server.Namespace)
-		// The component's own Deployment, a resource of this program: its status as pulumi-kubernetes
-		// recorded it when its wait ended (docs/components.md, "Outputs").
-		ctx.Export("updatedReplicas", server.Deployment.Status().UpdatedReplicas())
+		// The component's own Deployment, a resource of this program, typed: its uid as the cluster gave it.
+		// (Its status is what pulumi-kubernetes recorded when its wait ended: docs/components.md, "Outputs".)
+		ctx.Export("deploymentUid", server.Deployment.Metadata().Uid())
 		return nil
 	})
 }

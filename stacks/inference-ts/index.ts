@@ -109,7 +109,7 @@ new k8s.networking.v1.NetworkPolicy(
 
 export const deployment = server.name;
 export const namespace = server.namespace;
-// The component's own Deployment, a resource of this program: its status as pulumi-kubernetes recorded
-// it when its wait ended (docs/components.md, "Outputs": readyReplicas can lag behind the ReplicaSet's).
-export const updatedReplicas = server.deployment.apply((d) => d.status).apply((s) => s.updatedReplicas);
+// The component's own Deployment, a resource of this program, typed: its uid as the cluster gave it.
+// (Its status is what pulumi-kubernetes recorded when its wait ended: docs/components.md, "Outputs".)
+export const deploymentUid = server.deployment.apply((d) => d.metadata).apply((m) => m.uid);
 export const service = tritonService.metadata.name;

@@ -29,6 +29,9 @@ from tests.tooling.test_policy_contract import CONSUMER as CUSTOM_CONTRACT_CONSU
 PACK = PLATFORM_ROOT / "policy" / "eks-gpu-guardrails"
 # Every consumer stack the tests deploy (tests/cluster/test_pulumi_consumers.py); one added there is judged here.
 CONSUMERS = {c.project.name: c.project for c in (*DEPLOYED.values(), *JOBS.values())}
+# The teams' queued-Job examples are judged here; deploying them needs Kueue on the cluster, which
+# tests/cluster/test_kueue.py starts for its own scenarios only (issue 35: not yet deployed by the CLI).
+CONSUMERS |= {name: PLATFORM_ROOT / "stacks" / name for name in ("team-job", "team-job-yaml")}
 
 UNPLACED = """
 # A GPU Deployment written by hand without the GPU toleration and nodeSelector.

@@ -59,7 +59,7 @@ CONSUMERS = {
     "go": Consumer(STACKS / "inference-go", "inference", "triton"),
 }
 """Projects whose GpuDeployment serves: up makes it Available."""
-"""Projects on a generated SDK export the child Deployment's status.updatedReplicas, read through the component."""
+"""Projects on a generated SDK export the child Deployment's metadata.uid, read through the component's typed output."""
 JOBS = {"yaml": Consumer(STACKS / "training-yaml", "training", "finetune")}
 """Projects whose GpuJob trains: up waits until it completes."""
 
@@ -142,7 +142,7 @@ def test_up_makes_the_deployment_available_on_its_pool_and_destroy_leaves_nothin
         assert len(pods) == deployment.spec.replicas
         _assert_on_pool(kube, pods, consumer.pool)
         if language in ("typescript", "go"):  # the child Deployment, read through the SDK's resource output
-            assert outputs["updatedReplicas"] == deployment.spec.replicas
+            assert outputs["deploymentUid"] == deployment.metadata.uid
         # A second preview against what is deployed: nothing to change.
         stack.preview("--expect-no-changes")
     finally:

@@ -25,7 +25,7 @@ export class GpuDeployment extends pulumi.ComponentResource {
     }
 
     /**
-     * The Deployment itself: depend on it, or read its status as recorded when `pulumi up`'s wait ended (e.g. status.updatedReplicas; readyReplicas can lag, `pulumi refresh` records it).
+     * The Deployment itself: depend on it, or read its status as recorded when `pulumi up`'s wait ended (its counts can lag the cluster's; `pulumi refresh` records them).
      */
     declare public /*out*/ readonly deployment: pulumi.Output<pulumiKubernetes.apps.v1.Deployment>;
     /**

@@ -19,7 +19,7 @@ import (
 type GpuDeployment struct {
 	pulumi.ResourceState
 
-	// The Deployment itself: depend on it, or read its status as recorded when `pulumi up`'s wait ended (e.g. status.updatedReplicas; readyReplicas can lag, `pulumi refresh` records it).
+	// The Deployment itself: depend on it, or read its status as recorded when `pulumi up`'s wait ended (its counts can lag the cluster's; `pulumi refresh` records them).
 	Deployment appsv1.DeploymentOutput `pulumi:"deployment"`
 	// The Deployment's name (metadata.name, auto-named from the resource name if not given).
 	Name pulumi.StringOutput `pulumi:"name"`
@@ -144,7 +144,7 @@ func (o GpuDeploymentOutput) ToGpuDeploymentOutputWithContext(ctx context.Contex
 	return o
 }
 
-// The Deployment itself: depend on it, or read its status as recorded when `pulumi up`'s wait ended (e.g. status.updatedReplicas; readyReplicas can lag, `pulumi refresh` records it).
+// The Deployment itself: depend on it, or read its status as recorded when `pulumi up`'s wait ended (its counts can lag the cluster's; `pulumi refresh` records them).
 func (o GpuDeploymentOutput) Deployment() appsv1.DeploymentOutput {
 	return o.ApplyT(func(v *GpuDeployment) appsv1.DeploymentOutput { return v.Deployment }).(appsv1.DeploymentOutput)
 }
