@@ -66,7 +66,7 @@ job = GpuJob(
         pool="training",
         # The team's LocalQueue; Kueue admits the Job when the quota allows (the wait allows 4 h).
         queue="default",
-        priority=config.get("priority"),
+        priority=config.get("priority"),  # optional: low, normal, high (unset: the team's default)
         # The contract as the platform exported it, with the teams' queues the Job is checked against.
         placement=platform.require_output("placement"),
     ),
