@@ -54,11 +54,11 @@ def teams(kube: Kube, controller: Kueue, quotas: world.Quotas) -> Iterator[Calla
     settings, run = world.platform(quotas)
     assert world.chart_values(run) == controller.values, "the scenario's run configures Kueue otherwise"
     objects = world.objects(run)
-    for config in settings.teams.values():
-        kube.namespace(config.namespace)
-    for manifest in objects:
-        kube.apply(manifest)
     try:
+        for config in settings.teams.values():
+            kube.namespace(config.namespace)
+        for manifest in objects:
+            kube.apply(manifest)
         yield functools.partial(world.job, settings.contract)
     finally:
         for config in settings.teams.values():
