@@ -50,6 +50,11 @@ def _workloads(kube: Kube) -> list:
     )
 
 
+def _left(kube: Kube) -> list:
+    kinds = ("ClusterQueue", "ResourceFlavor")
+    return [o for k in kinds for o in kube.resource({"apiVersion": kueue.API, "kind": k}).get().items]
+
+
 def one_round(kube: Kube, placement, index: int) -> tuple[float, float, float]:
     manifest = world.job(placement, f"bench-{index}", TEAM, "training")
     name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
@@ -96,6 +101,9 @@ def main() -> None:
                     kube.resource(manifest).delete(
                         name=manifest["metadata"]["name"], namespace=manifest["metadata"].get("namespace")
                     )
+            # Their finalizers are the running controller's to lift; stopped, it would leave them (and
+            # the CRDs uninstall removes) terminating for ever.
+            kueue.wait("the queues and flavors gone", lambda: not _left(kube), 60, controller)
         finally:
             controller.stop()
             controller.uninstall()
