@@ -4,8 +4,8 @@
 
 Starts the local cluster if none runs (and stops it after), installs the pinned chart's CRDs and
 webhooks and starts the pinned ``kueue`` with its real webhooks and cert management
-(localcluster/kueue.py, as tests/cluster/test_kueue.py does), applies one team's quota on the
-``training`` pool, then per round submits one one-GPU Job to the team's LocalQueue and polls
+(localcluster/kueue.py, as tests/cluster/test_kueue.py does), applies the Kueue objects the platform
+program declares offline for one team's quota on the ``training`` pool (localcluster/kueue_world.py), then per round submits one one-GPU Job to the team's LocalQueue and polls
 (every 20 ms) until Kueue's Workload exists, until the Job is unsuspended (admitted), and until
 kube-scheduler binds its pod. Each round deletes the Job and waits until its quota is free.
 Nothing here is a test: these are numbers to report.
@@ -50,8 +50,13 @@ def _workloads(kube: Kube) -> list:
     )
 
 
-def one_round(kube: Kube, index: int) -> tuple[float, float, float]:
-    manifest = world.job(f"bench-{index}", TEAM, "training")
+def _left(kube: Kube) -> list:
+    kinds = ("ClusterQueue", "ResourceFlavor")
+    return [o for k in kinds for o in kube.resource({"apiVersion": kueue.API, "kind": k}).get().items]
+
+
+def one_round(kube: Kube, placement, index: int) -> tuple[float, float, float]:
+    manifest = world.job(placement, f"bench-{index}", TEAM, "training")
     name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
     jobs = kube.resource(manifest)
     start = time.monotonic()
@@ -76,25 +81,32 @@ def main() -> None:
             [python, "-m", "localcluster", "start"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL
         )
     kube = Kube(cluster.KUBECONFIG)
-    controller = kueue.Kueue(kube, world.chart_values())
+    settings, run = world.platform({TEAM: {"training": {"nominalQuota": 1}}})
+    controller = kueue.Kueue(kube, world.chart_values(run))
     controller.install()
     controller.start(cluster.KUBECONFIG)
-    objects = world.objects(world.contract(), {TEAM: {"training": {"nominalQuota": 1}}})
-    kube.namespace(world.NAMESPACES[TEAM])
+    objects = world.objects(run)
+    for team in settings.teams.values():
+        kube.namespace(team.namespace)
     try:
         for manifest in objects:
             kube.apply(manifest)
-        rounds = [one_round(kube, i) for i in range(args.rounds)]
+        rounds = [one_round(kube, settings.contract, i) for i in range(args.rounds)]
     finally:
         try:
-            kube.delete_namespace(world.NAMESPACES[TEAM], timeout=120)
+            for team in settings.teams.values():
+                kube.delete_namespace(team.namespace, timeout=120)
             for manifest in reversed(objects):
                 with contextlib.suppress(ApiException):  # the LocalQueue went with its namespace
                     kube.resource(manifest).delete(
                         name=manifest["metadata"]["name"], namespace=manifest["metadata"].get("namespace")
                     )
+            # Their finalizers are the running controller's to lift; stopped, it would leave them (and
+            # the CRDs uninstall removes) terminating for ever.
+            kueue.wait("the queues and flavors gone", lambda: not _left(kube), 60, controller)
         finally:
             controller.stop()
+            controller.uninstall()
         if started:
             subprocess.run(
                 [python, "-m", "localcluster", "stop"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL

@@ -20,6 +20,7 @@ visibility server (``VisibilityOnDemand``, which binds 0.0.0.0:8082 and writes i
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import socket
@@ -31,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from infra.platform.kueue_objects import API_VERSION
 from infra.tooling.pinned_chart import render
 from localcluster import services
 from localcluster.gomod import BIN, module_dir, pinned_version
@@ -43,9 +45,7 @@ NAMESPACE = "kueue-system"
 SERVICE = f"{RELEASE}-webhook-service"
 HOST = "127.0.0.1"
 WEBHOOK_PORT = 443  # the port the webhook configurations name (none given: 443)
-API = "kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+API = API_VERSION
 # Off here: it binds 0.0.0.0 and writes its certificates to /visibility (pkg/visibility/server.go).
 GATES_OFF = ("VisibilityOnDemand",)
 NAME = "kueue"  # the service's name in localcluster/services.py (its log: run/logs/kueue.log)
@@ -62,6 +62,38 @@ def chart() -> Path:
 def rendered(values: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every object the pinned chart installs with ``values``."""
     return render(values, release=RELEASE, namespace=NAMESPACE, chart=chart())
+
+
+def crds(values: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The CRDs of the pinned chart, as it installs them with ``values``."""
+    return [o for o in rendered(values) if o["kind"] == "CustomResourceDefinition"]
+
+
+def remove_crds(kube: Any, documents: list[dict[str, Any]], timeout: float = 60) -> None:
+    """Delete CRDs (and so every object of their kinds) and wait until the API server has removed them."""
+    from kubernetes.client.rest import ApiException
+
+    api = kube.dynamic.resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
+
+    def gone(name: str) -> bool:
+        try:
+            api.get(name=name)
+        except ApiException as error:
+            if error.status == 404:
+                return True
+            raise
+        return False
+
+    for crd in documents:
+        try:
+            api.delete(name=crd["metadata"]["name"])
+        except ApiException as error:
+            if error.status != 404:
+                raise
+    for crd in documents:
+        name = crd["metadata"]["name"]
+        wait(f"CRD {name} removed", lambda n=name: gone(n), timeout)
+    kube.dynamic.resources.invalidate_cache()
 
 
 def _one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
@@ -184,7 +216,7 @@ class Kueue:
     runs, :class:`SecretVolume` plays the kubelet's Secret volume for its certificates."""
 
     def __init__(self, kube: Any, values: Mapping[str, Any], workdir: Path = RUN / "kueue") -> None:
-        self.kube, self.workdir = kube, workdir
+        self.kube, self.workdir, self.values = kube, workdir, dict(values)
         self.objects = rendered(values)
         self.ports = {"health": _free_port(), "metrics": _free_port()}
         config = local_configuration(configuration(self.objects), self.ports, workdir / "certs")
@@ -202,6 +234,20 @@ class Kueue:
         for manifest in cluster_objects(self.objects):
             if manifest["kind"] != "CustomResourceDefinition":
                 self.kube.apply(manifest)
+
+    def uninstall(self) -> None:
+        """Remove what ``install`` applied: the webhook configurations first (they fail closed), the
+        namespace with the Service, Secret and Lease, then the CRDs. Kueue's objects should be gone by
+        then: their finalizers are the stopped controller's to remove."""
+        from kubernetes.client.rest import ApiException
+
+        applied = cluster_objects(self.objects)
+        for manifest in applied:
+            if manifest["kind"].endswith("WebhookConfiguration"):
+                with contextlib.suppress(ApiException):
+                    self.kube.resource(manifest).delete(name=manifest["metadata"]["name"])
+        self.kube.delete_namespace(NAMESPACE)
+        remove_crds(self.kube, [o for o in applied if o["kind"] == "CustomResourceDefinition"])
 
     def command(self) -> list[str]:
         return [

@@ -1,120 +1,76 @@
-"""The Kueue objects and chart values the scenarios run on, and Jobs submitted the platform's way.
+"""The Kueue scenarios' world: the platform's own objects for the scenarios' teams, and their Jobs.
 
-Until the platform program declares Kueue (issue 35 items 1-2, decision 0099), the objects are built
-here from a small fixture of teams, in the shapes decision 0099 gives them: a ResourceFlavor per
-pool with the pool's labels and the contract's toleration (``Placement``, one source), a
-ClusterQueue per team in the cohort ``gpu-teams`` scoped to the team's namespace, a LocalQueue
-``default``, the classes low/normal/high, and the manager config the platform gives the chart
-(Jobs managed only in the teams' namespaces, quota on ``nvidia.com/gpu`` only, waitForPodsReady).
+Everything Kueue is given comes from the platform program run offline on the dev stack's config with
+the scenario's ``teams:`` (``localcluster.karpenter.platform_run``, as the Karpenter scenarios take
+their NodePools): the ResourceFlavors, WorkloadPriorityClasses, ClusterQueues and LocalQueues it
+declares, and the values it gives Kueue's chart (the manager Configuration, decision 0099). What is
+this harness's own: the teams' namespace names, and a builder of Jobs placed the platform's way.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
-from infra.tooling.offline import platform_contract
-from infra.workloads.placement import GPU_RESOURCE, Placement
+from infra.platform.config import PlatformConfig
+from infra.tooling.manifests import manifest_of
+from infra.tooling.offline import Run
+from infra.workloads.placement import Placement
 from infra.workloads.podspec import place_pod_spec
-from localcluster import kueue
+from infra.workloads.queues import PRIORITY_LABEL, QUEUE_LABEL
 from localcluster.cluster import HOLD_ANNOTATION
+from localcluster.karpenter import platform_run
 
-API = kueue.API
-COHORT = "gpu-teams"
-NAMESPACES = {"alpha": "kq-alpha", "beta": "kq-beta"}  # every world's teams, so one manager config
-PRIORITY_CLASSES = {"low": 100, "normal": 1000, "high": 10000}
-PREEMPTION = {
-    "reclaimWithinCohort": "Any",
-    "borrowWithinCohort": {"policy": "Never"},
-    "withinClusterQueue": "LowerPriority",
-}
+KUEUE_TYPES = "kubernetes:kueue.x-k8s.io/"
+KINDS = ("ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue")
+RELEASE_TYPE, RELEASE_NAME = "kubernetes:helm.sh/v3:Release", "kueue"
+NAMESPACES = {"alpha": "kq-alpha", "beta": "kq-beta"}
+"""Every scenario declares both teams, so every scenario's run gives Kueue the same manager config
+(Jobs managed in these namespaces) and one controller serves them all."""
+NO_QUOTA = {"training": {"nominalQuota": 0}}
+"""The quotas of a team a scenario gives no GPUs: a ClusterQueue in the cohort with nothing to lend."""
 CONTAINER = {"name": "train", "image": "registry.invalid/train:1", "securityContext": {"runAsUser": 1000}}
 
+Quotas = Mapping[str, Mapping[str, Mapping[str, int]]]
+"""``{team: {pool: {nominalQuota, borrowingLimit?, lendingLimit?}}}``, as ``teams:`` spells a quota."""
 
-def contract() -> Placement:
-    return Placement.from_dict(platform_contract("dev"))
 
-
-def manager_config() -> dict[str, Any]:
-    """The Configuration the platform gives the chart (decision 0099), for the teams of ``NAMESPACES``."""
-    chart_default = yaml.safe_load(
-        yaml.safe_load((kueue.chart() / "values.yaml").read_text())["managerConfig"][
-            "controllerManagerConfigYaml"
-        ]
-    )
-    names = sorted(NAMESPACES.values())
+def teams_config(quotas: Quotas) -> dict[str, Any]:
+    """The ``teams:`` config for ``quotas``: each team of ``NAMESPACES`` in its namespace, with no quota
+    where ``quotas`` names it not."""
+    unknown = sorted(set(quotas) - set(NAMESPACES))
+    if unknown:
+        raise ValueError(
+            f"scenario teams {unknown}: allowed {', '.join(NAMESPACES)} (kueue_world.NAMESPACES)"
+        )
     return {
-        **chart_default,
-        "managedJobsNamespaceSelector": {
-            "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": names}]
-        },
-        "integrations": {"frameworks": ["batch/job"]},
-        "resources": {
-            "excludeResourcePrefixes": ["cpu", "memory", "ephemeral-storage", "hugepages-", "pods"]
-        },
-        "waitForPodsReady": {
-            "timeout": "10m",
-            "blockAdmission": False,
-            "requeuingStrategy": {"timestamp": "Eviction"},
-        },
+        team: {"namespace": namespace, "quotas": {p: dict(q) for p, q in quotas.get(team, NO_QUOTA).items()}}
+        for team, namespace in NAMESPACES.items()
     }
 
 
-def chart_values() -> dict[str, Any]:
-    return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config())}}
+def platform(quotas: Quotas) -> tuple[PlatformConfig, Run]:
+    """The platform program run offline on the dev stack's pools with ``teams:`` for ``quotas``."""
+    return platform_run({}, top={"teams": teams_config(quotas)})
 
 
-def _object(kind: str, name: str, spec: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
-    metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
-    return {"apiVersion": API, "kind": kind, "metadata": metadata, "spec": dict(spec)}
+def objects(run: Run) -> list[dict[str, Any]]:
+    """The Kueue objects the run declares, as applied: flavors and classes before the queues that name
+    them (the run registers them concurrently, in no fixed order)."""
+    found = [manifest_of(r.type, r.name, r.inputs) for r in run.resources if r.type.startswith(KUEUE_TYPES)]
+    return sorted(
+        found,
+        key=lambda o: (KINDS.index(o["kind"]), o["metadata"].get("namespace", ""), o["metadata"]["name"]),
+    )
 
 
-def objects(
-    placement: Placement, teams: Mapping[str, Mapping[str, Mapping[str, int]]]
-) -> list[dict[str, Any]]:
-    """Flavors, classes, ClusterQueues and LocalQueues for ``{team: {pool: {nominalQuota, ...}}}``."""
-    flavors = [
-        _object(
-            "ResourceFlavor",
-            pool,
-            {"nodeLabels": placement.pool_labels(pool), "tolerations": [placement.toleration()]},
-        )
-        for pool in placement.pool_names
-    ]
-    classes = [
-        {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": n}, "value": v}
-        for n, v in PRIORITY_CLASSES.items()
-    ]
-    queues = [
-        _object(
-            "ClusterQueue",
-            team,
-            {
-                "cohortName": COHORT,
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACES[team]}},
-                "queueingStrategy": "BestEffortFIFO",
-                "resourceGroups": [
-                    {
-                        "coveredResources": [GPU_RESOURCE],
-                        "flavors": [
-                            {"name": pool, "resources": [{"name": GPU_RESOURCE, **quota}]}
-                            for pool, quota in pools.items()
-                        ],
-                    }
-                ],
-                "preemption": copy.deepcopy(PREEMPTION),
-            },
-        )
-        for team, pools in teams.items()
-    ]
-    local = [_object("LocalQueue", "default", {"clusterQueue": t}, NAMESPACES[t]) for t in teams]
-    return [*flavors, *classes, *queues, *local]
+def chart_values(run: Run) -> dict[str, Any]:
+    """The values the run gives Kueue's chart (its manager Configuration among them)."""
+    return dict(run.one(RELEASE_TYPE, RELEASE_NAME).inputs["values"])
 
 
 def job(
+    placement: Placement,
     name: str,
     team: str,
     pool: str,
@@ -123,15 +79,13 @@ def job(
     hold: str = "1h",
     queue: str | None = "default",
 ) -> dict[str, Any]:
-    """A one-pod Job placed on ``pool`` the platform's way, queued in the team's LocalQueue; its pod
-    runs for ``hold`` once started (kwok's delayed completion: localcluster/cluster.py)."""
+    """A one-pod Job placed on ``pool`` the platform's way, queued in the team's LocalQueue (``team`` may
+    also be a namespace of no team); its pod runs for ``hold`` once started (kwok's delayed completion:
+    localcluster/cluster.py)."""
     spec = place_pod_spec(
-        {"containers": [CONTAINER], "restartPolicy": "Never"}, contract(), gpus=gpus, pool=pool
+        {"containers": [CONTAINER], "restartPolicy": "Never"}, placement, gpus=gpus, pool=pool
     )
-    labels = {
-        **({kueue.QUEUE_LABEL: queue} if queue else {}),
-        **({kueue.PRIORITY_LABEL: priority} if priority else {}),
-    }
+    labels = {**({QUEUE_LABEL: queue} if queue else {}), **({PRIORITY_LABEL: priority} if priority else {})}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

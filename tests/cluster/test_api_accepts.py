@@ -4,29 +4,50 @@ Server-side apply, for real, in namespaces that enforce the Pod Security level t
 project claims: ``restricted`` for a pod that runs as non-root, ``baseline``
 otherwise (``infra.workloads.security``). Helm releases (the device plugin's chart)
 are covered by the chart tests; here are the objects Pulumi sends, as
-``infra.tooling.manifests`` turns them into manifests.
+``infra.tooling.manifests`` turns them into manifests. The Kueue objects the platform declares
+with ``teams:`` are checked against the CRDs of the pinned Kueue chart (rendered with the values the
+platform gives it), installed for the test and removed after: the API server applies Kueue's own
+schemas, CEL rules included.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes.client.rest import ApiException
 
 from infra.tooling.manifests import is_manifest_type, manifest_of
-from infra.tooling.offline import PLATFORM_ROOT, run_project
+from infra.tooling.offline import PLATFORM_ROOT, Run, run_project
 from infra.workloads.security import runs_as_non_root
+from localcluster import kueue
+from localcluster.karpenter import apply_crds
 from localcluster.kube import Kube
 
 PROJECTS = {"platform": PLATFORM_ROOT, "inference": PLATFORM_ROOT / "stacks" / "inference"}
 
 
-def _objects(project: str) -> list[dict[str, Any]]:
-    run = run_project(PROJECTS[project], "dev")
+def _objects(run: Run) -> list[dict[str, Any]]:
     # No name given: pulumi-kubernetes auto-names it <resource name>-<random suffix>.
     return [
         manifest_of(r.type, f"{r.name}-1a2b3c4d", r.inputs) for r in run.resources if is_manifest_type(r.type)
     ]
+
+
+@contextlib.contextmanager
+def _custom_resource_definitions(kube: Kube, run: Run) -> Iterator[None]:
+    """The CRDs of the custom resources the run declares, for the test's length: Kueue's from its pinned
+    chart with the run's values. (The dev stack declares no Karpenter pool, so no NodePool; the Karpenter
+    scenarios check theirs against the pinned CRDs, tests/cluster/test_karpenter.py.)"""
+    releases = [r for r in run.of_type("kubernetes:helm.sh/v3:Release") if r.name == "kueue"]
+    crds = kueue.crds(releases[0].inputs["values"]) if releases else []
+    apply_crds(kube, crds)
+    try:
+        yield
+    finally:
+        kueue.remove_crds(kube, crds)
 
 
 def _claimed_level(objects: list[dict[str, Any]]) -> str:
@@ -39,18 +60,38 @@ def _claimed_level(objects: list[dict[str, Any]]) -> str:
 
 @pytest.mark.parametrize("project", sorted(PROJECTS))
 def test_the_api_server_accepts_every_object_under_the_claimed_pod_security(kube: Kube, project: str) -> None:
-    objects = _objects(project)
+    run = run_project(PROJECTS[project], "dev")
+    objects = _objects(run)
     namespaced = [o for o in objects if o["kind"] != "Namespace"]
     declared = [o for o in objects if o["kind"] == "Namespace"]
     namespaces = {o["metadata"]["name"] for o in declared}
     level = _claimed_level(namespaced)
     assert objects, f"{project} declares no Kubernetes objects"
-    try:
-        for namespace in declared:  # as declared, plus the enforcement the claim implies
-            labels = {**namespace["metadata"].get("labels", {}), "pod-security.kubernetes.io/enforce": level}
-            kube.apply({**namespace, "metadata": {**namespace["metadata"], "labels": labels}})
-        for manifest in namespaced:
-            kube.apply(manifest)  # raises with the API server's refusal, Pod Security's included
-    finally:
-        for name in namespaces:
-            kube.delete_namespace(name)
+    with _custom_resource_definitions(kube, run):
+        try:
+            for namespace in declared:  # as declared, plus the enforcement the claim implies
+                labels = {
+                    **namespace["metadata"].get("labels", {}),
+                    "pod-security.kubernetes.io/enforce": level,
+                }
+                kube.apply({**namespace, "metadata": {**namespace["metadata"], "labels": labels}})
+            for manifest in namespaced:
+                kube.apply(manifest)  # raises with the API server's refusal, Pod Security's included
+        finally:
+            for name in namespaces:
+                kube.delete_namespace(name)
+
+
+def test_the_kueue_objects_meet_kueues_own_schema_rules(kube: Kube) -> None:
+    """The pinned CRDs' CEL rules are really applied: a team's ClusterQueue that borrows is accepted in
+    the platform's cohort and refused without one."""
+    run = run_project(PLATFORM_ROOT, "dev")
+    queues = [o for o in _objects(run) if o["kind"] == "ClusterQueue"]
+    (borrower,) = [q for q in queues if q["metadata"]["name"] == "vision"]  # training: borrowingLimit 2
+    alone = {**borrower, "spec": {k: v for k, v in borrower["spec"].items() if k != "cohortName"}}
+    with _custom_resource_definitions(kube, run):
+        kube.apply(borrower, dry_run=True)
+        with pytest.raises(ApiException) as refused:
+            kube.apply(alone, dry_run=True)
+    assert refused.value.status == 422
+    assert "borrowingLimit must be nil when cohort is empty" in refused.value.body

@@ -3,15 +3,19 @@
 Kueue runs with its real webhooks and cert management (localcluster/kueue.py) against the local
 control plane: the real API server, kube-scheduler, the Job controller of kube-controller-manager,
 and kwok nodes mirroring the dev stack's node groups (one ``inference`` node: one T4G advertised
-as 4 slices; one ``training`` node: 2 GPUs). Each scenario applies its teams' quotas, submits Jobs
-placed the platform's way, and fails if Kueue decides otherwise. A Job's pod runs for an hour
-(kwok's delayed completion), so it holds its quota until Kueue preempts it.
+as 4 slices; one ``training`` node: 2 GPUs). Each scenario runs the platform program offline with
+its teams' quotas as ``teams:`` config, applies the ResourceFlavors, priority classes, ClusterQueues
+and LocalQueues that run declares, submits Jobs placed the platform's way, and fails if Kueue
+decides otherwise. The controller is configured by the values the program gives Kueue's chart (its
+manager Configuration). A Job's pod runs for an hour (kwok's delayed completion), so it holds its
+quota until Kueue preempts it.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -29,35 +33,47 @@ HOLD_SECONDS = 8  # how long a verdict "still waiting" must hold: several of Kue
 
 @pytest.fixture(scope="module")
 def controller(kube: Kube) -> Iterator[Kueue]:
-    running = Kueue(kube, world.chart_values())
+    """The controller as the platform configures it for the scenarios' teams; uninstalled after (its
+    webhooks fail closed: left behind with no controller, they would refuse other tests' objects)."""
+    _, run = world.platform({})
+    running = Kueue(kube, world.chart_values(run))
     running.install()
-    running.start(local.KUBECONFIG)
-    yield running
-    running.stop()
+    try:
+        running.start(local.KUBECONFIG)
+        yield running
+        running.stop()
+    finally:
+        running.uninstall()
 
 
 @contextlib.contextmanager
-def teams(
-    kube: Kube, controller: Kueue, quotas: Mapping[str, Mapping[str, Mapping[str, int]]]
-) -> Iterator[None]:
-    """The teams' namespaces and the Kueue objects for ``quotas``; all removed after (namespaces
-    first: their Jobs and Workloads go, then the queues Kueue holds while in use)."""
-    objects = world.objects(world.contract(), quotas)
-    for team in quotas:
-        kube.namespace(world.NAMESPACES[team])
-    for manifest in objects:
-        kube.apply(manifest)
+def teams(kube: Kube, controller: Kueue, quotas: world.Quotas) -> Iterator[Callable[..., dict[str, Any]]]:
+    """The platform's Kueue objects for ``quotas`` (``teams:``) and the teams' namespaces; yields the
+    Job builder on the run's placement. All removed after (namespaces first: their Jobs and Workloads
+    go, then the queues Kueue holds while in use)."""
+    settings, run = world.platform(quotas)
+    assert world.chart_values(run) == controller.values, "the scenario's run configures Kueue otherwise"
+    objects = world.objects(run)
     try:
-        yield
+        for config in settings.teams.values():
+            kube.namespace(config.namespace)
+        for manifest in objects:
+            kube.apply(manifest)
+        yield functools.partial(world.job, settings.contract)
     finally:
-        for team in quotas:
-            kube.delete_namespace(world.NAMESPACES[team], timeout=120)
+        for config in settings.teams.values():
+            kube.delete_namespace(config.namespace, timeout=120)
         for manifest in reversed(objects):
             with contextlib.suppress(ApiException):
                 kube.resource(manifest).delete(
                     name=manifest["metadata"]["name"], namespace=manifest["metadata"].get("namespace")
                 )
-        wait("the ClusterQueues gone", lambda: not _get_all(kube, "ClusterQueue"), 60, controller)
+        wait("the queues and flavors gone", lambda: not _left(kube), 60, controller)
+
+
+def _left(kube: Kube) -> list[Any]:
+    """Kueue's cluster-wide objects still there (the controller lifts their finalizers once unused)."""
+    return [o for kind in ("ClusterQueue", "ResourceFlavor") for o in _get_all(kube, kind)]
 
 
 def _get_all(kube: Kube, kind: str, namespace: str | None = None) -> list[Any]:
@@ -158,8 +174,8 @@ def preempted(kube: Kube, manifest: Mapping[str, Any], reason: str) -> bool:
 def test_a_teams_job_within_quota_is_admitted_and_its_pod_binds_on_that_pools_node(
     kube: Kube, controller: Kueue
 ) -> None:
-    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 2}}}):
-        first = world.job("first", "alpha", "training")
+    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 2}}}) as job:
+        first = job("first", "alpha", "training")
         submit(kube, first)
         pod = admitted_and_running(kube, controller, first)
         assert pool_of(kube, pod.spec.node_name) == "training"
@@ -170,8 +186,8 @@ def test_a_teams_job_within_quota_is_admitted_and_its_pod_binds_on_that_pools_no
 
 
 def test_beyond_its_quota_a_job_waits_suspended(kube: Kube, controller: Kueue) -> None:
-    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 1}}}):
-        first, second = world.job("first", "alpha", "training"), world.job("second", "alpha", "training")
+    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 1}}}) as job:
+        first, second = job("first", "alpha", "training"), job("second", "alpha", "training")
         submit(kube, first)
         admitted_and_running(kube, controller, first)
         submit(kube, second)  # the node has a second GPU free: only the quota keeps it out
@@ -183,8 +199,8 @@ def test_a_team_borrows_idle_quota_up_to_its_borrowing_limit(kube: Kube, control
         "alpha": {"inference": {"nominalQuota": 1, "borrowingLimit": 1}},
         "beta": {"inference": {"nominalQuota": 3}},
     }
-    with teams(kube, controller, quotas):
-        jobs = [world.job(f"a{i}", "alpha", "inference") for i in range(3)]
+    with teams(kube, controller, quotas) as job:
+        jobs = [job(f"a{i}", "alpha", "inference") for i in range(3)]
         for manifest in jobs[:2]:
             submit(kube, manifest)
             admitted_and_running(kube, controller, manifest)
@@ -200,14 +216,14 @@ def test_a_lending_limit_keeps_the_owners_reserve(kube: Kube, controller: Kueue)
         "alpha": {"inference": {"nominalQuota": 1, "borrowingLimit": 3}},
         "beta": {"inference": {"nominalQuota": 3, "lendingLimit": 1}},
     }
-    with teams(kube, controller, quotas):
-        jobs = [world.job(f"a{i}", "alpha", "inference") for i in range(3)]
+    with teams(kube, controller, quotas) as job:
+        jobs = [job(f"a{i}", "alpha", "inference") for i in range(3)]
         for manifest in jobs[:2]:
             submit(kube, manifest)
             admitted_and_running(kube, controller, manifest)
         submit(kube, jobs[2])  # alpha may borrow 3, but beta lends only 1
         still_waiting(kube, controller, jobs[2])
-        mine = [world.job(f"b{i}", "beta", "inference") for i in range(2)]
+        mine = [job(f"b{i}", "beta", "inference") for i in range(2)]
         for manifest in mine:  # beta's reserve: admitted at once, nobody preempted
             submit(kube, manifest)
             admitted_and_running(kube, controller, manifest)
@@ -219,12 +235,12 @@ def test_the_owner_reclaiming_its_quota_preempts_the_borrower(kube: Kube, contro
         "alpha": {"inference": {"nominalQuota": 1, "borrowingLimit": 1}},
         "beta": {"inference": {"nominalQuota": 3}},
     }
-    with teams(kube, controller, quotas):
-        alpha = [world.job(f"a{i}", "alpha", "inference") for i in range(2)]
+    with teams(kube, controller, quotas) as job:
+        alpha = [job(f"a{i}", "alpha", "inference") for i in range(2)]
         for manifest in alpha:
             submit(kube, manifest)
             admitted_and_running(kube, controller, manifest)
-        beta = [world.job(f"b{i}", "beta", "inference") for i in range(3)]
+        beta = [job(f"b{i}", "beta", "inference") for i in range(3)]
         for manifest in beta:
             submit(kube, manifest)
         for manifest in beta:
@@ -236,11 +252,11 @@ def test_the_owner_reclaiming_its_quota_preempts_the_borrower(kube: Kube, contro
 
 
 def test_a_higher_priority_job_preempts_a_lower_one_in_the_same_team(kube: Kube, controller: Kueue) -> None:
-    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 1}}}):
-        low = world.job("low", "alpha", "training", priority="low")
+    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 1}}}) as job:
+        low = job("low", "alpha", "training", priority="low")
         submit(kube, low)
         admitted_and_running(kube, controller, low)
-        high = world.job("high", "alpha", "training", priority="high")
+        high = job("high", "alpha", "training", priority="high")
         submit(kube, high)
         pod = admitted_and_running(kube, controller, high)
         assert pool_of(kube, pod.spec.node_name) == "training"
@@ -255,8 +271,8 @@ def test_a_higher_priority_job_preempts_a_lower_one_in_the_same_team(kube: Kube,
 def test_time_sliced_quota_is_counted_in_slices(kube: Kube, controller: Kueue) -> None:
     """The inference node has one T4G advertised as 4 slices: a quota of 4 admits four one-slice Jobs,
     all on that one GPU, and a fifth waits."""
-    with teams(kube, controller, {"alpha": {"inference": {"nominalQuota": 4}}}):
-        jobs = [world.job(f"s{i}", "alpha", "inference") for i in range(5)]
+    with teams(kube, controller, {"alpha": {"inference": {"nominalQuota": 4}}}) as job:
+        jobs = [job(f"s{i}", "alpha", "inference") for i in range(5)]
         for manifest in jobs:
             submit(kube, manifest)
         nodes = {admitted_and_running(kube, controller, m).spec.node_name for m in jobs[:4]}
@@ -268,24 +284,24 @@ def test_with_kueue_down_only_the_teams_namespaces_refuse_jobs_and_running_jobs_
     kube: Kube, controller: Kueue
 ) -> None:
     other = "kq-other"
-    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 1}}}):
-        running = world.job("running", "alpha", "training")
+    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 1}}}) as job:
+        running = job("running", "alpha", "training")
         submit(kube, running)
         admitted_and_running(kube, controller, running)
         kube.namespace(other)
         controller.stop()
         try:
             with pytest.raises(ApiException) as refused:
-                submit(kube, world.job("refused", "alpha", "training"))
+                submit(kube, job("refused", "alpha", "training"))
             assert "mjob.kb.io" in refused.value.body and "failed calling webhook" in refused.value.body
-            plain = world.job("plain", other, "training", queue=None)
+            plain = job("plain", other, "training", queue=None)
             submit(kube, plain)  # no team's namespace: the webhook does not cover it
             assert not suspended(kube, plain)
             assert not suspended(kube, running) and bound_pods(kube, running)
         finally:
             controller.start(local.KUBECONFIG)
             kube.delete_namespace(other)
-        later = world.job("later", "alpha", "training")
+        later = job("later", "alpha", "training")
         submit(kube, later)
         still_waiting(kube, controller, later)  # the restarted controller counts the running Job's quota
         assert not suspended(kube, running) and bound_pods(kube, running)

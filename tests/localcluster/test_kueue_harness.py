@@ -7,21 +7,31 @@ every interface, or a webhook configuration changed by the harness, fails here f
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from infra.platform import kueue_objects
 from localcluster import cluster, kueue
 from localcluster import kueue_world as world
 
 
 @pytest.fixture(scope="module")
-def chart() -> list[dict]:
-    return kueue.rendered(world.chart_values())
+def values() -> dict:
+    """The values the platform program gives Kueue's chart for the scenarios' teams."""
+    return world.chart_values(world.platform({})[1])
 
 
-def test_every_listener_binds_loopback_and_the_rest_of_the_platforms_configuration_is_kept(chart) -> None:
+@pytest.fixture(scope="module")
+def chart(values) -> list[dict]:
+    return kueue.rendered(values)
+
+
+def test_every_listener_binds_loopback_and_the_rest_of_the_platforms_configuration_is_kept(
+    chart, values
+) -> None:
     given = kueue.configuration(chart)
     local = kueue.local_configuration(given, {"health": 1, "metrics": 2}, Path("/certs"))
     assert local["health"]["healthProbeBindAddress"] == "127.0.0.1:1"
@@ -32,7 +42,8 @@ def test_every_listener_binds_loopback_and_the_rest_of_the_platforms_configurati
     assert {k: v for k, v in local.items() if k not in changed} == {
         k: v for k, v in given.items() if k not in changed
     }
-    assert given["managedJobsNamespaceSelector"] == world.manager_config()["managedJobsNamespaceSelector"]
+    platform = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    assert {k: given[k] for k in platform} == platform  # the chart adds only its cert management
     assert local["leaderElection"]["leaderElect"] is True  # as the chart sets it
 
 
@@ -79,3 +90,24 @@ def test_only_job_pods_carrying_the_hold_annotation_wait_to_complete(tmp_path, m
     assert ops == {"pod-complete": "DoesNotExist", "pod-complete-held": "Exists"}
     held = next(s for s in stages if s["metadata"]["name"] == "pod-complete-held")
     assert held["spec"]["delay"]["durationFrom"] == {"expressionFrom": key}
+
+
+def test_the_scenarios_objects_are_the_ones_the_platform_declares_for_their_teams() -> None:
+    settings, run = world.platform({"alpha": {"training": {"nominalQuota": 1, "borrowingLimit": 1}}})
+    declared = world.objects(run)
+    assert [o["kind"] for o in declared] == sorted((o["kind"] for o in declared), key=world.KINDS.index)
+    expected = kueue_objects.objects(settings.contract, settings.teams)
+    assert sorted(map(_text, declared)) == sorted(map(_text, expected))
+    assert {team: c.namespace for team, c in settings.teams.items()} == world.NAMESPACES
+    assert settings.teams["beta"].quotas["training"].nominal_quota == 0  # a team given no GPUs
+
+
+def _text(manifest: dict) -> str:
+    return json.dumps(manifest, sort_keys=True)
+
+
+def test_a_scenario_quota_the_pool_cannot_reach_is_refused_by_the_platforms_config() -> None:
+    with pytest.raises(ValueError, match="pool 'training'"):
+        world.platform({"alpha": {"training": {"nominalQuota": 5}}})  # 2 nodes x 2 GPUs
+    with pytest.raises(ValueError, match="allowed alpha, beta"):
+        world.teams_config({"gamma": {"training": {"nominalQuota": 1}}})
