@@ -165,10 +165,12 @@ class Placement:
     """The teams' Kueue queues (``teams:`` of the platform; decision 0099); none without teams."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "pools", tuple(self.pools))
-        object.__setattr__(self, "queues", tuple(self.queues))
         if any(not isinstance(p, GpuPool) for p in self.pools):
             raise PlacementError(f"placement.pools must be GpuPool objects, got {list(self.pools)!r}")
+        # Kept by name: the export is a mapping, whose order does not survive the engine (a protobuf
+        # Struct is a Go map), so a refusal that lists pools or teams reads the same in every language.
+        object.__setattr__(self, "pools", tuple(sorted(self.pools, key=lambda p: p.name)))
+        object.__setattr__(self, "queues", tuple(sorted(self.queues, key=lambda q: q.team)))
         twice = sorted({p.name for p in self.pools if self.pool_names.count(p.name) > 1})
         if twice:
             raise PlacementError(f"placement.pools names a pool twice: {', '.join(twice)}")

@@ -103,7 +103,7 @@ CASES = {
     # ... or once the platform's placement (a StackReference output) resolves.
     "pool the placement does not export": Case(
         _set("pool", "batch"),
-        "GpuDeployment('triton'): pool: pool 'batch' is not one the platform exports; allowed: training, inference",
+        "GpuDeployment('triton'): pool: pool 'batch' is not one the platform exports; allowed: inference, training",
     ),
 }
 

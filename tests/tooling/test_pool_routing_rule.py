@@ -46,7 +46,7 @@ def test_a_gpu_pod_tolerating_every_taint_and_naming_no_pool_is_flagged_naming_b
     (message,) = karpenter_pool_routing(DEPLOYMENT, _deployment(_hand_written({"operator": "Exists"})), MIXED)
     assert message.startswith(
         "spec.template.spec can land on node-group pool(s) ['inference', 'training'] and on Karpenter pool(s) "
-        "['burst', 'batch']: Cluster Autoscaler and Karpenter would each launch a GPU node for it"
+        "['batch', 'burst']: Cluster Autoscaler and Karpenter would each launch a GPU node for it"
     )
     assert ("karpenter-pool-routing", "mandatory") in {
         (v.rule, v.level)

@@ -110,7 +110,7 @@ def test_partial_admission_on_a_team_that_opted_in(run) -> None:
     [
         (
             {"metadata": {"namespace": "vision"}, "queue": "gpu"},
-            "queue 'gpu' in namespace 'vision' is not a queue any team declares (declared: vision/default, speech/default)",
+            "queue 'gpu' in namespace 'vision' is not a queue any team declares (declared: speech/default, vision/default)",
         ),
         (
             {"metadata": {"namespace": "ml"}, "queue": "default"},

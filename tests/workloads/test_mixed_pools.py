@@ -141,7 +141,7 @@ PROVISIONER_TOLERATION = {"key": PROVISIONER_TAINT_KEY, "operator": "Exists", "e
             {"pool": "training", "gpus": 2},
             "tolerations[0] tolerates eks-gpu/provisioner=karpenter:NoSchedule, the taint only Karpenter pools' "
             "nodes carry, but pool 'training' is a managed node group (Cluster Autoscaler): remove that "
-            "toleration, or set pool to a Karpenter pool (burst, batch)",
+            "toleration, or set pool to a Karpenter pool (batch, burst)",
         ),
         (
             {**POD, "tolerations": [{"key": "other", "operator": "Exists"}, PROVISIONER_TOLERATION]},
@@ -149,7 +149,7 @@ PROVISIONER_TOLERATION = {"key": PROVISIONER_TAINT_KEY, "operator": "Exists", "e
             "tolerations[1] tolerates eks-gpu/provisioner=karpenter:NoSchedule, the taint only Karpenter pools' "
             "nodes carry, but the pod names no pool, and where a cluster has both node-group and Karpenter "
             "pools a pod without a pool goes to the node groups only, so that Cluster Autoscaler and Karpenter "
-            "never both launch a node for it: set pool to a Karpenter pool (burst, batch) and drop the "
+            "never both launch a node for it: set pool to a Karpenter pool (batch, burst) and drop the "
             "toleration (the pool adds it), or remove the toleration",
         ),
         (
@@ -186,8 +186,8 @@ def test_a_pod_no_pool_of_either_kind_can_run_is_refused_listing_every_pool() ->
         place_pod_spec(POD, MIXED, gpus=8)
     assert str(refused.value) == (
         "the pod asks for 8 nvidia.com/gpu (at most 8 in one container, spec.containers[0]) but no GPU pool can "
-        "give that (inference: at most 4 per pod, 1 per container, training: at most 2 per pod, burst: at most 4 "
-        "per pod, 1 per container, batch: at most 4 per pod); ask for fewer GPUs"
+        "give that (batch: at most 4 per pod, burst: at most 4 per pod, 1 per container, inference: at most 4 "
+        "per pod, 1 per container, training: at most 2 per pod); ask for fewer GPUs"
     )
 
 

@@ -117,7 +117,7 @@ def test_every_pool_node_carries_the_contract_label_and_its_pool_label() -> None
 
 def test_an_unknown_pool_is_refused_listing_the_exported_ones() -> None:
     with pytest.raises(
-        PlacementError, match=r"pool 'gpu' is not one the platform exports; allowed: training, shared"
+        PlacementError, match=r"pool 'gpu' is not one the platform exports; allowed: shared, training"
     ):
         Placement(pools=(TRAINING, SHARED)).pool("gpu")
     with pytest.raises(PlacementError, match="the platform exports no GPU pools"):

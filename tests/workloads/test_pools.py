@@ -47,7 +47,7 @@ def test_a_chosen_pool_becomes_a_node_selector_entry_beside_the_contract() -> No
 def test_without_a_pool_a_pod_every_pool_can_run_gets_no_affinity() -> None:
     pod = place_pod_spec(POD, POOLS, gpus=1)
     assert pod["nodeSelector"] == {"GPU": "true"} and "affinity" not in pod
-    assert placeable_on(pod, NODES) == ["inference", "training", "shared"]
+    assert placeable_on(pod, NODES) == ["inference", "shared", "training"]
 
 
 def test_without_a_pool_a_pod_is_kept_off_pools_that_cannot_give_its_gpus() -> None:
@@ -99,7 +99,7 @@ def test_the_pool_requirement_is_anded_into_every_user_term_keeping_them() -> No
         (
             {"pool": "gpu"},
             POD,
-            r"pool: pool 'gpu' is not one the platform exports; allowed: inference, training, shared",
+            r"pool: pool 'gpu' is not one the platform exports; allowed: inference, shared, training",
         ),
         (
             {"pool": "shared", "gpus": 2},
@@ -117,8 +117,8 @@ def test_the_pool_requirement_is_anded_into_every_user_term_keeping_them() -> No
             {"gpus": 8},
             POD,
             r"asks for 8 nvidia.com/gpu \(at most 8 in one container, spec.containers\[0\]\) but no GPU pool "
-            r"can give that \(inference: at most 1 per pod, training: at most 4 per pod, shared: at most 4 per "
-            r"pod, 1 per container\)",
+            r"can give that \(inference: at most 1 per pod, shared: at most 4 per pod, 1 per container, "
+            r"training: at most 4 per pod\)",
         ),
         (
             {"pool": "training"},
@@ -166,8 +166,8 @@ def test_a_pod_of_two_one_gpu_containers_runs_on_a_time_sliced_pool() -> None:
 def test_without_a_pool_two_one_gpu_containers_may_go_to_the_shared_pool_too() -> None:
     pod = place_pod_spec({"containers": [_one_gpu("a"), _one_gpu("b")]}, POOLS)
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert terms["nodeSelectorTerms"] == [{"matchExpressions": [_pool_term("training", "shared")]}]
-    assert placeable_on(pod, NODES) == ["training", "shared"]
+    assert terms["nodeSelectorTerms"] == [{"matchExpressions": [_pool_term("shared", "training")]}]
+    assert placeable_on(pod, NODES) == ["shared", "training"]
 
 
 @pytest.mark.parametrize(
@@ -240,5 +240,5 @@ def test_gpu_deployment_refuses_an_unexported_pool_before_anything_is_declared(r
     assert run(program).resources == []
     assert errors == [
         "GpuDeployment('train'): pool: pool 'trianing' is not one the platform exports; "
-        "allowed: inference, training, shared"
+        "allowed: inference, shared, training"
     ]
