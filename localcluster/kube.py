@@ -54,7 +54,10 @@ class Kube:
                 raise
 
     def namespace(self, name: str, pod_security: str | None = None, version: str | None = None) -> None:
-        """A namespace, enforcing (and warning on) the Pod Security level given, at ``version`` (``v1.34``) if given."""
+        """A namespace, enforcing (and warning on) the Pod Security level given, at ``version`` (``v1.34``) if given.
+
+        One of that name still terminating (``delete_namespace(wait=False)``) is waited out first.
+        """
         labels = {}
         if pod_security:
             labels = {f"pod-security.kubernetes.io/{mode}": pod_security for mode in ("enforce", "warn")}
@@ -62,26 +65,37 @@ class Kube:
             labels.update(
                 {f"pod-security.kubernetes.io/{mode}-version": version for mode in ("enforce", "warn")}
             )
+        wait_for(f"namespace {name} to finish terminating", lambda: not self._terminating(name))
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
 
-    def delete_namespace(self, name: str, timeout: float = 60) -> None:
-        """Delete a namespace and wait until the namespace controller has removed it and its objects."""
+    def delete_namespace(self, name: str, timeout: float = 60, wait: bool = True) -> None:
+        """Delete a namespace: its pods at once (grace 0), then the rest by the namespace controller.
+
+        The pods go first so that nothing runs on, or waits for, a node once this returns. The
+        controller starts 5 s after the delete (``namespaceDeletionGracePeriod``, a constant in
+        ``pkg/controller/namespace``); ``wait=False`` leaves that to run beside what follows
+        (:meth:`namespace` waits for it if the name comes back).
+        """
         try:
-            self.core.delete_namespace(name)
+            self.core.delete_namespace(name)  # Terminating first: no new pod is admitted in it
+            self.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
         except ApiException as error:
             if error.status != 404:
                 raise
+        wait_for(f"the pods of namespace {name} to be deleted", lambda: not self.pods(name), timeout=timeout)
+        if wait:
+            wait_for(f"namespace {name} to be deleted", lambda: self._phase(name) is None, timeout=timeout)
 
-        def gone() -> bool:
-            try:
-                self.core.read_namespace(name)
-            except ApiException as error:
-                if error.status == 404:
-                    return True
-                raise
-            return False
+    def _phase(self, name: str) -> str | None:
+        try:
+            return self.core.read_namespace(name).status.phase
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
 
-        wait_for(f"namespace {name} to be deleted", gone, timeout=timeout)
+    def _terminating(self, name: str) -> bool:
+        return self._phase(name) == "Terminating"
 
     def pods(self, namespace: str, selector: str = "") -> list[Any]:
         return self.core.list_namespaced_pod(namespace, label_selector=selector).items

@@ -114,4 +114,4 @@ def scenario(kube: Kube, run: Run, project_dir: Any, namespace: str, **world: bo
         try:
             yield autoscaler
         finally:
-            kube.delete_namespace(namespace)
+            kube.delete_namespace(namespace, wait=False)

@@ -77,6 +77,6 @@ def test_a_crashed_autoscaler_is_reported_by_name_and_its_log(kube: Kube, dev: R
                 ):
                     wait_desired(run, INFERENCE, 1)
         finally:
-            kube.delete_namespace(NAMESPACE)
+            kube.delete_namespace(NAMESPACE, wait=False)
     _nothing_left()
     assert not [n for n in kube.nodes() if (n.spec.provider_id or "").startswith("aws:///")]

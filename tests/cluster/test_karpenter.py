@@ -71,7 +71,7 @@ def core(kube: Kube, platform: tuple[Any, Any]) -> Iterator[karpenter.Controller
 def namespace(kube: Kube, core: karpenter.Controller) -> Iterator[str]:
     kube.namespace(NAMESPACE, pod_security="baseline")
     yield NAMESPACE
-    kube.delete_namespace(NAMESPACE, timeout=120)
+    kube.delete_namespace(NAMESPACE, timeout=120, wait=False)
     for claim in _nodeclaims(kube):  # the next scenario starts with no Karpenter node
         kube.resource(NODECLAIMS).delete(name=claim.metadata.name)
     karpenter.wait_until("the scenario's nodes to go", lambda: _no_nodeclaims(kube), 120, core)
