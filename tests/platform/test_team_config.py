@@ -52,7 +52,10 @@ def test_no_teams_is_no_queue_in_the_contract() -> None:
 def test_teams_reach_the_contract_and_round_trip_through_the_export() -> None:
     config = _load(TWO_TEAMS)
     speech = TeamQueue("speech", "speech", ("training",), priority="high", partial_admission=True)
-    assert config.contract.queues == (speech, TeamQueue("vision", "vision", ("inference", "training")))  # by team
+    assert config.contract.queues == (
+        speech,
+        TeamQueue("vision", "vision", ("inference", "training")),
+    )  # by team
     exported = config.contract.to_dict()
     assert exported["queues"]["speech"] == {
         "namespace": "speech",
