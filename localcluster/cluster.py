@@ -25,7 +25,6 @@ import yaml
 
 from localcluster import pki, processes, services
 from localcluster.gomod import BIN, module_dir
-from localcluster.gomod import CACHE as CACHE  # re-exported: pulumi_cli.py imports it from here
 from localcluster.processes import RUN, ClusterError, alive, start_time
 
 ROOT = Path(__file__).resolve().parents[1]

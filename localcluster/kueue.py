@@ -84,6 +84,12 @@ def remove_crds(kube: Any, documents: list[dict[str, Any]], timeout: float = 60)
             raise
         return False
 
+    for crd in documents:  # else the CRD finalizer's first passes fail and back off for minutes
+        wait(
+            f"the API server's watch cache of {crd['metadata']['name']}",
+            lambda c=crd: _cached(kube, c),
+            timeout,
+        )
     for crd in documents:
         try:
             api.delete(name=crd["metadata"]["name"])
@@ -94,6 +100,23 @@ def remove_crds(kube: Any, documents: list[dict[str, Any]], timeout: float = 60)
         name = crd["metadata"]["name"]
         wait(f"CRD {name} removed", lambda n=name: gone(n), timeout)
     kube.dynamic.resources.invalidate_cache()
+
+
+def _cached(kube: Any, crd: Mapping[str, Any]) -> bool:
+    """The kind's objects are served from the API server's watch cache (a list at resourceVersion 0
+    is refused with 429 "storage is (re)initializing" until then): what the CRD finalizer needs."""
+    from kubernetes.client.rest import ApiException
+
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    resource = kube.resource({"apiVersion": f"{spec['group']}/{version}", "kind": spec["names"]["kind"]})
+    try:
+        resource.get(resource_version="0")  # a limit would send it to etcd while the cache is not ready
+    except ApiException as error:
+        if error.status == 429:
+            return False
+        raise
+    return True
 
 
 def _one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:

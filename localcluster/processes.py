@@ -16,7 +16,19 @@ from pathlib import Path
 
 from localcluster.gomod import CACHE
 
-RUN = CACHE / "run"
+# One control plane per instance: a pytest-xdist worker of the cluster tests sets
+# LOCALCLUSTER_INSTANCE (tests/conftest.py) and gets its own run folder, services and Pulumi
+# state beside the others; unset (bin/local-cluster, a shell), everything is under the plain names.
+INSTANCE_VARIABLE = "LOCALCLUSTER_INSTANCE"
+
+
+def instance_dir(name: str) -> Path:
+    """``.cache/localcluster/<name>``, or ``<name>-<instance>`` for a named instance."""
+    instance = os.environ.get(INSTANCE_VARIABLE, "")
+    return CACHE / (f"{name}-{instance}" if instance else name)
+
+
+RUN = instance_dir("run")
 
 
 class ClusterError(RuntimeError):

@@ -22,10 +22,11 @@ from typing import Any
 import yaml
 
 from localcluster import projects
-from localcluster.cluster import BIN, CACHE, ROOT
+from localcluster.cluster import BIN, ROOT
+from localcluster.processes import INSTANCE_VARIABLE, instance_dir
 
-STATE = CACHE / "state"
-HOME = CACHE / "pulumi-home"
+STATE = instance_dir("state")
+HOME = instance_dir("pulumi-home")
 PYTHON = ROOT / ".venv" / "bin" / "python"
 PASSPHRASE = "local-test-only"  # encrypts the file backend's secrets; nothing here is secret
 
@@ -65,7 +66,13 @@ def environment(project: Path | None = None) -> dict[str, str]:
     executes for it, get no Python from here: the plugin runs on ``provider/.venv``
     (``provider/install``) or says how to make it, as on a user's machine.
     """
-    dropped = ("KUBECONFIG", "PULUMI_IGNORE_AMBIENT_PLUGINS", "PULUMI_PYTHON_CMD", "VIRTUAL_ENV")
+    dropped = (
+        "KUBECONFIG",
+        "PULUMI_IGNORE_AMBIENT_PLUGINS",
+        "PULUMI_PYTHON_CMD",
+        "VIRTUAL_ENV",
+        INSTANCE_VARIABLE,
+    )
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(
         PATH=f"{BIN}{os.pathsep}{_outside_virtualenvs(env.get('PATH', ''))}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -40,12 +41,51 @@ def system_node(name: str = "system", **labels: str) -> Node:
     return Node.from_node_group(name, labels=labels, instance_type="t4g.large", arch="arm64")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest-xdist worker that runs cluster tests starts a control plane of its own (and its
+    services and Pulumi state) in folders named for it: set before a test module imports localcluster."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:  # the controller's environment (inherited) names no instance
+        # localcluster.processes.INSTANCE_VARIABLE, spelled out: importing it here would fix RUN too early
+        os.environ["LOCALCLUSTER_INSTANCE"] = worker
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests under tests/cluster/ are marked ``cluster``: bin/test runs them in one process, after the
-    others (which it spreads over workers), since they share one local control plane."""
+    """Tests under tests/cluster/ are marked ``cluster``: they need a local control plane, which each
+    worker that runs one starts for itself."""
     for item in items:
         if item.nodeid.startswith("tests/cluster/"):
             item.add_marker(pytest.mark.cluster)
+    items.sort(key=lambda item: item.get_closest_marker("cluster") is None)  # stable: cluster tests first
+
+
+# Modules whose tests share nothing, not even a module fixture worth keeping (each scenario starts
+# its own moto and autoscaler): under ``--dist loadfile`` any worker takes any of their tests.
+SPREAD_OVER_WORKERS = frozenset(
+    {"tests/cluster/test_autoscaler.py", "tests/cluster/test_autoscaler_world.py"}
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (bin/test): each module whole on one worker, so its module fixtures run once,
+    except the modules above. (pytest-xdist 3.8's ``xdist_group`` marks do not reach pytest 9.2's
+    node ids, so ``--dist loadgroup`` would not group at all.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    # In collection order, not by number of tests (xdist's default, which would leave the long
+    # one-test scenarios for last): the cluster tests first (pytest_collection_modifyitems), their
+    # waits beside each other, then the short CPU-bound modules filling in.
+    config.option.loadscopereorder = False
+
+    class ModulesAndScenarios(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if module in SPREAD_OVER_WORKERS else module
+
+    return ModulesAndScenarios(config, log)
 
 
 @pytest.fixture
@@ -60,8 +100,6 @@ def run():
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Under bin/test (EKS_GPU_NO_SKIPS=1) a skipped test fails the run: the suite runs whole."""
-    import os
-
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     skipped = len(reporter.stats.get("skipped", [])) if reporter else 0
     if os.environ.get("EKS_GPU_NO_SKIPS") == "1" and skipped:

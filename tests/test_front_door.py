@@ -16,6 +16,7 @@ from pathlib import Path
 
 from infra.tooling import pinned_chart
 from localcluster.gomod import BIN
+from localcluster.processes import INSTANCE_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 # The placement table's row for the plugin's pod: there only when the pinned chart was rendered.
@@ -23,7 +24,9 @@ RENDERED = "workload DaemonSet/nvidia-device-plugin (helm)"
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("LOCALCLUSTER_CACHE", pinned_chart.HELM_ENV)}
+    """A user's shell: none of the harness's settings (a worker's instance included)."""
+    dropped = ("LOCALCLUSTER_CACHE", INSTANCE_VARIABLE, pinned_chart.HELM_ENV)
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     return {**env, "LOCALCLUSTER_CACHE": str(cache), **extra}
 
 

@@ -7,6 +7,7 @@ namespaces of its own and removes any node it adds.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -46,14 +47,19 @@ def platform(kube: Kube) -> Iterator[Stack]:
 
     Its outputs are written from the dev platform program's exports and the local cluster's
     kubeconfig, never hand-copied (localcluster/platform-stack/Pulumi.yaml).
+    Each control plane gets its own copy of the project (in its run folder), so that workers
+    beside each other never read one another's kubeconfig.
     """
     exports = run_project(PLATFORM_ROOT, "dev").stack_outputs
     config = {
         "eks-gpu-platform:placement": exports["placement"],
         "eks-gpu-platform:kubeconfig": local.KUBECONFIG.read_text(),
     }
-    (STAND_IN / f"Pulumi.{PLATFORM_STACK}.yaml").write_text(yaml.safe_dump({"config": config}))
-    stack = Stack(STAND_IN, PLATFORM_STACK)
+    project = local.RUN / "platform-stack"
+    project.mkdir(exist_ok=True)
+    shutil.copy(STAND_IN / "Pulumi.yaml", project)
+    (project / f"Pulumi.{PLATFORM_STACK}.yaml").write_text(yaml.safe_dump({"config": config}))
+    stack = Stack(project, PLATFORM_STACK)
     stack.init()
     stack.up()
     yield stack

@@ -6,13 +6,12 @@ otherwise (``infra.workloads.security``). Helm releases (the device plugin's cha
 are covered by the chart tests; here are the objects Pulumi sends, as
 ``infra.tooling.manifests`` turns them into manifests. The Kueue objects the platform declares
 with ``teams:`` are checked against the CRDs of the pinned Kueue chart (rendered with the values the
-platform gives it), installed for the test and removed after: the API server applies Kueue's own
+platform gives it), installed for the module and removed after: the API server applies Kueue's own
 schemas, CEL rules included.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,18 +35,18 @@ def _objects(run: Run) -> list[dict[str, Any]]:
     ]
 
 
-@contextlib.contextmanager
-def _custom_resource_definitions(kube: Kube, run: Run) -> Iterator[None]:
-    """The CRDs of the custom resources the run declares, for the test's length: Kueue's from its pinned
-    chart with the run's values. (The dev stack declares no Karpenter pool, so no NodePool; the Karpenter
-    scenarios check theirs against the pinned CRDs, tests/cluster/test_karpenter.py.)"""
-    releases = [r for r in run.of_type("kubernetes:helm.sh/v3:Release") if r.name == "kueue"]
-    crds = kueue.crds(releases[0].inputs["values"]) if releases else []
+@pytest.fixture(scope="module")
+def custom_resource_definitions(kube: Kube) -> Iterator[None]:
+    """The CRDs of the custom resources the dev platform declares, for the module's length: Kueue's
+    from its pinned chart with the platform's values. (The dev stack declares no Karpenter pool, so no
+    NodePool; the Karpenter scenarios check theirs against the pinned CRDs, tests/cluster/test_karpenter.py.)
+    Installed once: a CRD deleted and made again at once can leave the API server's storage for it
+    re-initializing, and its next deletion then waits on the finalizer's backoff."""
+    releases = run_project(PLATFORM_ROOT, "dev").of_type("kubernetes:helm.sh/v3:Release")
+    crds = kueue.crds(next(r for r in releases if r.name == "kueue").inputs["values"])
     apply_crds(kube, crds)
-    try:
-        yield
-    finally:
-        kueue.remove_crds(kube, crds)
+    yield
+    kueue.remove_crds(kube, crds)
 
 
 def _claimed_level(objects: list[dict[str, Any]]) -> str:
@@ -59,6 +58,7 @@ def _claimed_level(objects: list[dict[str, Any]]) -> str:
 
 
 @pytest.mark.parametrize("project", sorted(PROJECTS))
+@pytest.mark.usefixtures("custom_resource_definitions")
 def test_the_api_server_accepts_every_object_under_the_claimed_pod_security(kube: Kube, project: str) -> None:
     run = run_project(PROJECTS[project], "dev")
     objects = _objects(run)
@@ -67,21 +67,21 @@ def test_the_api_server_accepts_every_object_under_the_claimed_pod_security(kube
     namespaces = {o["metadata"]["name"] for o in declared}
     level = _claimed_level(namespaced)
     assert objects, f"{project} declares no Kubernetes objects"
-    with _custom_resource_definitions(kube, run):
-        try:
-            for namespace in declared:  # as declared, plus the enforcement the claim implies
-                labels = {
-                    **namespace["metadata"].get("labels", {}),
-                    "pod-security.kubernetes.io/enforce": level,
-                }
-                kube.apply({**namespace, "metadata": {**namespace["metadata"], "labels": labels}})
-            for manifest in namespaced:
-                kube.apply(manifest)  # raises with the API server's refusal, Pod Security's included
-        finally:
-            for name in namespaces:
-                kube.delete_namespace(name)
+    try:
+        for namespace in declared:  # as declared, plus the enforcement the claim implies
+            labels = {
+                **namespace["metadata"].get("labels", {}),
+                "pod-security.kubernetes.io/enforce": level,
+            }
+            kube.apply({**namespace, "metadata": {**namespace["metadata"], "labels": labels}})
+        for manifest in namespaced:
+            kube.apply(manifest)  # raises with the API server's refusal, Pod Security's included
+    finally:
+        for name in namespaces:
+            kube.delete_namespace(name)
 
 
+@pytest.mark.usefixtures("custom_resource_definitions")
 def test_the_kueue_objects_meet_kueues_own_schema_rules(kube: Kube) -> None:
     """The pinned CRDs' CEL rules are really applied: a team's ClusterQueue that borrows is accepted in
     the platform's cohort and refused without one."""
@@ -89,9 +89,8 @@ def test_the_kueue_objects_meet_kueues_own_schema_rules(kube: Kube) -> None:
     queues = [o for o in _objects(run) if o["kind"] == "ClusterQueue"]
     (borrower,) = [q for q in queues if q["metadata"]["name"] == "vision"]  # training: borrowingLimit 2
     alone = {**borrower, "spec": {k: v for k, v in borrower["spec"].items() if k != "cohortName"}}
-    with _custom_resource_definitions(kube, run):
-        kube.apply(borrower, dry_run=True)
-        with pytest.raises(ApiException) as refused:
-            kube.apply(alone, dry_run=True)
+    kube.apply(borrower, dry_run=True)
+    with pytest.raises(ApiException) as refused:
+        kube.apply(alone, dry_run=True)
     assert refused.value.status == 422
     assert "borrowingLimit must be nil when cohort is empty" in refused.value.body
