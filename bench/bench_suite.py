@@ -1,8 +1,8 @@
 """Where the test suite's time goes: wall time and the 20 slowest tests (issue 32).
 
-    .venv/bin/python bench/bench_suite.py                              # pytest -m "not cluster"
+    .venv/bin/python bench/bench_suite.py                              # pytest -m "not cluster" -n auto
     .venv/bin/python bench/bench_suite.py tests/cluster/test_autoscaler.py --checkout /work/main
-    flock /tmp/eks-gpu-cluster.lock .venv/bin/python bench/bench_suite.py --all   # the whole suite
+    .venv/bin/python bench/bench_suite.py --all   # the whole suite as bin/test runs it (-n 6 --dist loadfile)
 
 Runs pytest with ``--durations=20`` in ``--checkout`` (default: this one, so an older commit's
 checkout gives the "before"), with that checkout's own .venv, and prints the wall and CPU time
@@ -55,7 +55,8 @@ def main() -> None:
     parser.add_argument("--checkout", type=Path, default=ROOT, help="the checkout to run in (its own .venv)")
     parser.add_argument("--all", action="store_true", help="the whole suite, cluster tests included")
     args, extra = parser.parse_known_args()  # the rest, in order, is pytest's (default: -m "not cluster")
-    pytest_args = extra or ([] if args.all else ["-m", "not cluster"])
+    quick = ["-m", "not cluster", "-n", "auto", "--dist", "loadfile"]  # the contributor's loop
+    pytest_args = extra or (["-n", "6", "--dist", "loadfile"] if args.all else quick)  # --all: bin/test's
     seconds, output = run(args.checkout.resolve(), pytest_args)
     head = subprocess.run(
         ["git", "-C", str(args.checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
