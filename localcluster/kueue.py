@@ -35,7 +35,7 @@ import yaml
 from infra.platform.kueue_objects import API_VERSION
 from infra.tooling.pinned_chart import render
 from localcluster import services
-from localcluster.gomod import BIN, module_dir, pinned_version
+from localcluster.gomod import BIN, CACHE, module_dir, pinned_version
 from localcluster.processes import RUN, ClusterError
 
 PINS, MODULE = "kueue", "sigs.k8s.io/kueue"
@@ -106,10 +106,14 @@ def _cached(kube: Any, crd: Mapping[str, Any]) -> bool:
     """The kind's objects are served from the API server's watch cache (a list at resourceVersion 0
     is refused with 429 "storage is (re)initializing" until then): what the CRD finalizer needs."""
     from kubernetes.client.rest import ApiException
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
     spec = crd["spec"]
     version = next(v["name"] for v in spec["versions"] if v.get("storage"))
-    resource = kube.resource({"apiVersion": f"{spec['group']}/{version}", "kind": spec["names"]["kind"]})
+    try:
+        resource = kube.resource({"apiVersion": f"{spec['group']}/{version}", "kind": spec["names"]["kind"]})
+    except ResourceNotFoundError:
+        return True  # the CRD is gone already: nothing for the finalizer to do
     try:
         resource.get(resource_version="0")  # a limit would send it to etcd while the cache is not ready
     except ApiException as error:
@@ -175,6 +179,16 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
+
+
+def _hold_webhook_port() -> Any:
+    """An exclusive lock on port 443 across this checkout's control planes (a worker each under
+    bin/test): a second Kueue waits for the first to stop instead of failing to bind."""
+    import fcntl
+
+    handle = (CACHE / "kueue-webhook-port.lock").open("w")
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
 
 
 def _webhook_port_free() -> None:
@@ -248,6 +262,7 @@ class Kueue:
         self.config_file.write_text(yaml.safe_dump(config))
         self.gates = feature_gates(self.objects)
         self.volume: SecretVolume | None = None
+        self._port_lock: Any = None
 
     def install(self) -> None:
         from localcluster.karpenter import apply_crds  # the same wait for Established
@@ -284,15 +299,15 @@ class Kueue:
         """Start the controller; returns once it is ready and its CA is in every webhook configuration."""
         if not BINARY.is_file():
             raise ClusterError(f"not built: {BINARY}; run localcluster/build kueue first")
-        _webhook_port_free()
-        self.volume = SecretVolume(self.kube, f"{RELEASE}-webhook-server-cert", self.workdir / "certs")
+        self._port_lock = _hold_webhook_port()
         try:
+            _webhook_port_free()
+            self.volume = SecretVolume(self.kube, f"{RELEASE}-webhook-server-cert", self.workdir / "certs")
             services.start(
                 NAME, self.command(), self.ready, env={"KUBECONFIG": str(kubeconfig)}, timeout=timeout
             )
         except BaseException:
-            self.volume.stop()
-            self.volume = None
+            self.stop()  # the Secret volume and the port's lock too
             raise
 
     def ready(self) -> bool:
@@ -336,6 +351,9 @@ class Kueue:
         if self.volume is not None:
             self.volume.stop()
             self.volume = None
+        if self._port_lock is not None:
+            self._port_lock.close()  # the next control plane's Kueue may take port 443
+            self._port_lock = None
 
     def log_tail(self, lines: int = 30) -> str:
         return services.log_tail(NAME, lines)

@@ -14,6 +14,13 @@ from infra.workloads.scheduling import Node
 
 KUBERNETES_VERSION = DEFAULT_KUBERNETES_VERSION
 
+# Each pytest-xdist worker that runs cluster tests starts a control plane of its own (and its services
+# and Pulumi state) in folders named for it. Set here, when pytest loads this first conftest, before
+# tests/cluster/conftest.py or any test imports localcluster (whose folders are fixed at import).
+# localcluster.processes.INSTANCE_VARIABLE, spelled out: importing it here would fix them too early.
+if os.environ.get("PYTEST_XDIST_WORKER"):  # the controller's environment (inherited) names none
+    os.environ["LOCALCLUSTER_INSTANCE"] = os.environ["PYTEST_XDIST_WORKER"]
+
 
 def deployment_spec(**pod: Any) -> dict[str, Any]:
     """A minimal Deployment spec (Kubernetes form) whose pod spec is ``pod``."""
@@ -41,15 +48,6 @@ def system_node(name: str = "system", **labels: str) -> Node:
     return Node.from_node_group(name, labels=labels, instance_type="t4g.large", arch="arm64")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Each pytest-xdist worker that runs cluster tests starts a control plane of its own (and its
-    services and Pulumi state) in folders named for it: set before a test module imports localcluster."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker:  # the controller's environment (inherited) names no instance
-        # localcluster.processes.INSTANCE_VARIABLE, spelled out: importing it here would fix RUN too early
-        os.environ["LOCALCLUSTER_INSTANCE"] = worker
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests under tests/cluster/ are marked ``cluster``: they need a local control plane, which each
     worker that runs one starts for itself."""
@@ -66,7 +64,7 @@ SPREAD_OVER_WORKERS = frozenset(
 )
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: a run with -p no:xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile`` (bin/test): each module whole on one worker, so its module fixtures run once,
     except the modules above. (pytest-xdist 3.8's ``xdist_group`` marks do not reach pytest 9.2's

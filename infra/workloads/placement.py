@@ -165,6 +165,8 @@ class Placement:
     """The teams' Kueue queues (``teams:`` of the platform; decision 0099); none without teams."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "pools", tuple(self.pools))  # a generator is read once, here
+        object.__setattr__(self, "queues", tuple(self.queues))
         if any(not isinstance(p, GpuPool) for p in self.pools):
             raise PlacementError(f"placement.pools must be GpuPool objects, got {list(self.pools)!r}")
         # Kept by name: the export is a mapping, whose order does not survive the engine (a protobuf
