@@ -20,13 +20,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from infra.platform import nodepool
 from infra.platform.allocatable import allocatable
 from infra.platform.instance_types import ARM_NVIDIA, X86_NVIDIA
 from infra.tooling import gomod
-from infra.tooling.manifests import KARPENTER_AWS, KARPENTER_PINS
+from infra.tooling.manifests import KARPENTER_AWS, KARPENTER_PINS, yaml_documents
 from infra.tooling.pinned_chart import render
 from infra.workloads.placement import GPU_RESOURCE
 from localcluster import netns
@@ -67,7 +65,7 @@ def version() -> str:
 
 
 def _documents(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return yaml_documents(path.read_text())
 
 
 def crds() -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ and compared with fresh ones by ``tests/provider/test_sdks.py``.
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -37,7 +38,12 @@ REFERENCE = re.compile(r'"\$ref":\s*"/([-\w]+)/v([^/"]+)/schema\.json#')
 def package_schema() -> str:
     """The package's schema (JSON), as ``pulumi package get-schema`` receives it from the running plugin."""
     prepare()
-    return _run(BIN / "pulumi", "package", "get-schema", str(PLUGIN)).stdout
+    return _schema(str(PLUGIN))
+
+
+@functools.cache  # per process: each language's SDK is generated from the same schemas
+def _schema(plugin: str) -> str:
+    return _run(BIN / "pulumi", "package", "get-schema", plugin).stdout
 
 
 def referenced_packages(schema: str) -> list[str]:
@@ -53,7 +59,7 @@ def generate_sdk(language: str, out: Path | None = None) -> None:
         files[0].write_text(schema)
         for package in referenced_packages(schema):
             files.append(Path(scratch) / f"{package}.json")
-            files[-1].write_text(_run(BIN / "pulumi", "package", "get-schema", _plugin(package)).stdout)
+            files[-1].write_text(_schema(_plugin(package)))
         _run(BIN / "pulumi-sdkgen", language, files[0], out or SDKS[language], *files[1:])
 
 

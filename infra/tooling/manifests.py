@@ -22,6 +22,28 @@ def is_manifest_type(typ: str) -> bool:
     )
 
 
+def _yaml_loader() -> type:
+    """libyaml's safe loader when PyYAML has it: ten times faster than the pure-Python one on the
+    charts and CRDs of megabytes the previews and tests read; the same YAML 1.1 and the same types."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def yaml_document(text: str) -> Any:
+    """A YAML document (a project or stack file), parsed as ``yaml.safe_load`` would."""
+    import yaml
+
+    return yaml.load(text, Loader=_yaml_loader())
+
+
+def yaml_documents(text: str) -> list[Any]:
+    """Every non-empty document of a YAML stream (a chart's render, a CRD file)."""
+    import yaml
+
+    return [d for d in yaml.load_all(text, Loader=_yaml_loader()) if d]
+
+
 def manifest_of(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The object as applied: Pulumi adds metadata.name (auto-named from ``name``) if absent."""
     metadata = dict(inputs.get("metadata") or {})
@@ -56,8 +78,6 @@ KUEUE = "sigs.k8s.io/kueue"
 @functools.cache
 def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     """(apiVersion, kind) -> the openAPIV3Schema of the pinned Karpenter and Kueue CRDs."""
-    import yaml
-
     from infra.tooling.gomod import module_dir
 
     paths = [
@@ -69,8 +89,7 @@ def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
             "openAPIV3Schema"
         ]
         for path in paths
-        for crd in yaml.safe_load_all(path.read_text())
-        if crd
+        for crd in yaml_documents(path.read_text())
         for version in crd["spec"]["versions"]
     }
 

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from infra.tooling.gomod import module_dir, pinned_version
+from infra.tooling.manifests import yaml_documents
 
 PINS = Path(__file__).resolve().parent / "chart-pins"
 MODULE = "github.com/NVIDIA/k8s-device-plugin"
@@ -63,7 +64,7 @@ def render(
         text=True,
         timeout=RENDER_TIMEOUT,
     ).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
+    return yaml_documents(out)
 
 
 KUEUE_PINS = Path(__file__).resolve().parent / "kueue-pins"
