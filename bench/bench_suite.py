@@ -32,8 +32,9 @@ def cpu_seconds() -> float:
 
 
 def run(checkout: Path, args: list[str]) -> tuple[float, str]:
-    # A user's shell sets neither; this sandbox sets PYTHONDONTWRITEBYTECODE, which makes every run
-    # recompile (and pytest re-rewrite) all of the project's modules: about 2 s per worker.
+    # The checkout's own .venv, whatever venv is active. And bytecode written, as Python's default:
+    # this sandbox sets PYTHONDONTWRITEBYTECODE, which makes every run recompile (and pytest
+    # re-rewrite) all of the project's modules, about 2 s more per worker (docs/benchmarks.md).
     dropped = ("VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     command = [str(checkout / ".venv" / "bin" / "python"), "-m", "pytest", "-rfEs", "--durations=20", *args]

@@ -41,7 +41,7 @@ def package_schema() -> str:
     return _schema(str(PLUGIN))
 
 
-@functools.cache  # per process: each language's SDK is generated from the same schemas
+@functools.cache  # per process (bin/gen-sdk builds and installs the plugin before it starts): each language, one schema
 def _schema(plugin: str) -> str:
     return _run(BIN / "pulumi", "package", "get-schema", plugin).stdout
 

@@ -15,12 +15,13 @@ from unittest import mock
 
 import pulumi
 import pulumi.runtime
+import yaml
 
 # set_mocks takes a MockMonitor (its public ``monitor=`` parameter): only the monitor sees
 # parents, providers and options, which MockResourceArgs leaves out.
 from pulumi.runtime.mocks import MockMonitor
 
-from infra.tooling.manifests import manifest_of, yaml_document
+from infra.tooling.manifests import manifest_of
 from infra.workloads.wire import whole_numbers
 
 PLATFORM_ROOT = Path(__file__).resolve().parents[2]
@@ -267,7 +268,7 @@ class ProjectError(ValueError):
 
 
 def _project_name(project_file: Path) -> str:
-    return yaml_document(project_file.read_text())["name"]
+    return yaml.safe_load(project_file.read_text())["name"]
 
 
 def load_project(project_dir: str | Path, stack: str) -> tuple[str, dict[str, Any]]:
@@ -280,7 +281,7 @@ def load_project(project_dir: str | Path, stack: str) -> tuple[str, dict[str, An
     if not stack_file.is_file():
         raise ProjectError(f"no stack {stack!r} in {directory}: {stack_file.name} is missing")
     config: dict[str, Any] = {}
-    for key, value in ((yaml_document(stack_file.read_text()) or {}).get("config") or {}).items():
+    for key, value in ((yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}).items():
         if isinstance(value, dict) and "secure" in value:
             value = "[secret]"  # encrypted with the stack's key; only the CLI can read it
         config[key if ":" in key else f"{project}:{key}"] = (
