@@ -84,3 +84,15 @@ if __name__ == "__main__":  # (Kubernetes version, add-on, version) per pin, for
     for k8s, pins in ADDON_VERSIONS.items():
         for name, pinned in pins.items():
             print(k8s, name, pinned)
+
+
+def custom_resource(
+    resource_name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions
+) -> pulumi.Resource:
+    """An object of a chart's CRD as its ``manifest`` says it, under the type token pulumi-kubernetes gives a
+    custom resource (``kubernetes:<apiVersion>:<kind>``). Not ``apiextensions.CustomResource``, which takes
+    only ``spec`` beside the metadata: a WorkloadPriorityClass's ``value`` is a top-level field."""
+    import pulumi
+
+    token = f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}"
+    return pulumi.CustomResource(token, resource_name, dict(manifest), opts)

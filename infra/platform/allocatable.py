@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM, X86_NVIDIA, InstanceType
 
-MIB = 1024 * 1024
 VM_MEMORY_OVERHEAD = 0.075  # karpenter-provider-aws --vm-memory-overhead-percent default
 # max-pods-calculator.sh: MAX_POD_CEILING_FOR_LOW_CPU / _HIGH_CPU, split at more than 30 vCPUs
 MANAGED_MAX_PODS_LOW_CPU, MANAGED_MAX_PODS_HIGH_CPU, MANAGED_HIGH_CPU_ABOVE = 110, 250, 30

@@ -19,7 +19,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from infra.platform import iam, nodepool
-from infra.platform.addons import helm_release
+from infra.platform.addons import custom_resource, helm_release
 from infra.platform.config import PlatformConfig, Pool
 from infra.platform.iam import node_role
 from infra.platform.network import Network
@@ -198,20 +198,6 @@ def pool_manifests(
     return [node_class, pool_object, *([overlay] if overlay else [])]
 
 
-def _custom_resource(
-    manifest: dict[str, Any], opts: pulumi.ResourceOptions
-) -> k8s.apiextensions.CustomResource:
-    rest = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata")}
-    return k8s.apiextensions.CustomResource(
-        f"{manifest['kind'].lower()}-{manifest['metadata']['name']}",
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
-        metadata=manifest["metadata"],
-        opts=opts,
-        **rest,
-    )
-
-
 def _release(
     name: str, chart: str, values: Any, opts: pulumi.ResourceOptions, **extra: Any
 ) -> k8s.helm.v3.Release:
@@ -272,7 +258,7 @@ def karpenter(
     pod_identity_agent: pulumi.Resource,
     opts: pulumi.ResourceOptions,
     k8s_opts: pulumi.ResourceOptions,
-) -> Sequence[k8s.apiextensions.CustomResource]:
+) -> Sequence[pulumi.Resource]:
     """Everything Karpenter needs, then one NodePool (with its node class) per Karpenter pool."""
     cluster_name, region = config.cluster_name, config.region
     role, attachments = node_role(f"{name}-node", opts)
@@ -315,7 +301,7 @@ def karpenter(
     )
     on_release = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[crds, release]))
     return [
-        _custom_resource(manifest, on_release)
+        custom_resource(f"{manifest['kind'].lower()}-{manifest['metadata']['name']}", manifest, on_release)
         for pool in config.karpenter_pools
         for manifest in pool_manifests(config, pool, role.name)
     ]

@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from infra.platform import kueue_objects
-from infra.platform.addons import helm_release
+from infra.platform.addons import custom_resource, helm_release
 from infra.platform.config import PlatformConfig
 from infra.platform.node_pools import SYSTEM_LABELS
 
@@ -38,16 +38,11 @@ def helm_values(config: PlatformConfig) -> dict[str, Any]:
     }
 
 
-def _kueue_object(manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-    """One Kueue object as the manifest says it, under the type token pulumi-kubernetes gives a custom
-    resource (``kubernetes:<apiVersion>:<kind>``). Not ``apiextensions.CustomResource``, which takes only
-    ``spec``: a WorkloadPriorityClass's ``value`` is a top-level field."""
+def _resource_name(manifest: dict[str, Any]) -> str:
     where = manifest["metadata"].get("namespace")
-    name = "-".join(
+    return "-".join(
         ["kueue", manifest["kind"].lower(), *([where] if where else []), manifest["metadata"]["name"]]
     )
-    token = f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}"
-    return pulumi.CustomResource(token, name, dict(manifest), opts)
 
 
 def kueue(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
@@ -71,6 +66,7 @@ def kueue(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> li
     # The queue objects need the chart's CRDs and its webhooks serving; LocalQueues their namespace.
     after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release, *teams]))
     queued = [
-        _kueue_object(manifest, after) for manifest in kueue_objects.objects(config.contract, config.teams)
+        custom_resource(_resource_name(manifest), manifest, after)
+        for manifest in kueue_objects.objects(config.contract, config.teams)
     ]
     return [namespace, *teams, release, *queued]

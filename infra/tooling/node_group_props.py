@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from infra.platform.node_pools import TEMPLATE
 from infra.workloads.placement import EKS_TO_K8S_EFFECT, GPU_RESOURCE, K8S_TO_EKS_EFFECT
 from infra.workloads.quantity import QuantityError, whole_count
+from infra.workloads.values import as_whole, is_list
 
 # NodegroupScalingConfig: the least each size may be (botocore eks service-2.json, "min").
 SIZE_MINIMUMS = {"minSize": 0, "maxSize": 1, "desiredSize": 0}
 EKS_EFFECTS = ", ".join(EKS_TO_K8S_EFFECT)
 GPU_TAG = f"{TEMPLATE}/resources/{GPU_RESOURCE}"
-
-
-def _list(value: Any) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
-
-
-def _whole(value: Any) -> bool:
-    """A number with no fraction (the engine sends numbers as floats); a boolean is none."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
 
 
 def _well_formed_taint(taint: Any) -> bool:
@@ -42,7 +34,7 @@ def _effect(value: Any) -> Any:
 def taints(props: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The node group's well-formed taints (EKS spelling); malformed ones are :func:`problems`."""
     given = props.get("taints")
-    return [t for t in given if _well_formed_taint(t)] if _list(given) else []
+    return [t for t in given if _well_formed_taint(t)] if is_list(given) else []
 
 
 def labels(props: Mapping[str, Any]) -> dict[str, str]:
@@ -56,7 +48,7 @@ def labels(props: Mapping[str, Any]) -> dict[str, str]:
 def instance_types(props: Mapping[str, Any]) -> list[str]:
     """The node group's instance type names that are text."""
     given = props.get("instanceTypes")
-    return [t for t in given if isinstance(t, str)] if _list(given) else []
+    return [t for t in given if isinstance(t, str)] if is_list(given) else []
 
 
 def sizes(props: Mapping[str, Any]) -> dict[str, int]:
@@ -68,7 +60,8 @@ def sizes(props: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _size_ok(name: str, value: Any) -> bool:
-    return _whole(value) and value >= SIZE_MINIMUMS[name]
+    whole = as_whole(value)
+    return whole is not None and whole >= SIZE_MINIMUMS[name]
 
 
 def advertised_gpus(props: Mapping[str, Any]) -> int | None:
@@ -136,13 +129,13 @@ def problems(props: Mapping[str, Any]) -> list[str]:
     """What EKS would refuse in the node group's taints, labels, instance types and sizes, in words."""
     found = []
     given = props.get("taints")
-    if given is not None and not _list(given):
+    if given is not None and not is_list(given):
         found.append(f"taints must be a list of {{key, value, effect}}, got {given!r}")
     elif given is not None:
         found += [p for i, t in enumerate(given) for p in _taint_problems(i, t)]
     found += _label_problems(props.get("labels"))
     types = props.get("instanceTypes")
-    if types is not None and (not _list(types) or not all(isinstance(t, str) for t in types)):
+    if types is not None and (not is_list(types) or not all(isinstance(t, str) for t in types)):
         found.append(f"instanceTypes must be a list of instance type names, got {types!r}")
     found += _scaling_problems(props.get("scalingConfig"))
     tags = props.get("tags")

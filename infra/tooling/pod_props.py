@@ -3,21 +3,18 @@ malformed, in words."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from infra.workloads.placement import GPU_RESOURCE
 from infra.workloads.quantity import QuantityError, whole_count
+from infra.workloads.values import is_list
 
 TOLERATION_FIELDS = ("key", "operator", "value", "effect")
 CONTAINER_LISTS = ("initContainers", "containers")
 # NodeSelectorRequirement operators (k8s.io/api core/v1 types.go NodeSelectorOperator): what
 # scheduling.match_expression evaluates; pod affinity's fewer ones are podspec.SELECTOR_OPERATORS.
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-
-
-def _list(value: Any) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -55,7 +52,7 @@ def _walk(node: Any, path: str, found: list[tuple[str, Mapping[str, Any]]]) -> N
     elif isinstance(node, Mapping):
         for key, item in _known_items(node):
             _walk(item, f"{path}.{key}", found)
-    elif _list(node):
+    elif is_list(node):
         for index, item in enumerate(node):
             _walk(item, f"{path}[{index}]", found)
 
@@ -84,17 +81,17 @@ def _terms_ok(affinity: Any) -> bool:
     if (node is not None and not isinstance(node, Mapping)) or not isinstance(required or {}, Mapping):
         return False
     terms = (required or {}).get("nodeSelectorTerms") or []
-    return _list(terms) and all(
+    return is_list(terms) and all(
         isinstance(t, Mapping)
         and all(
-            _list(t.get(f) or [])
+            is_list(t.get(f) or [])
             and all(
                 isinstance(e, Mapping)
                 and "key" in e
                 and "operator" in e
                 and isinstance(e["key"], (str, type(None)))  # None: not known yet, judged once known
                 and e["operator"] in (*NODE_SELECTOR_OPERATORS, None)
-                and _list(e.get("values") or [])
+                and is_list(e.get("values") or [])
                 and all(isinstance(v, (str, type(None))) for v in e.get("values") or [])
                 for e in t.get(f) or []
             )
@@ -128,7 +125,7 @@ def pod_spec(pod: Mapping[str, Any]) -> dict[str, Any]:
     inline = [v for k, v in pod.items() if k != "containers" and _container(v)]
     if inline:
         given = pod.get("containers")
-        pod["containers"] = [*(given if _list(given) else []), *inline]
+        pod["containers"] = [*(given if is_list(given) else []), *inline]
     selector = pod.get("nodeSelector")
     if selector is not None:
         pod["nodeSelector"] = {
@@ -136,13 +133,13 @@ def pod_spec(pod: Mapping[str, Any]) -> dict[str, Any]:
         }
     if pod.get("tolerations") is not None:
         given = pod["tolerations"]
-        pod["tolerations"] = [t for t in given if _toleration_ok(t)] if _list(given) else []
+        pod["tolerations"] = [t for t in given if _toleration_ok(t)] if is_list(given) else []
     if pod.get("affinity") is not None and not _terms_ok(pod["affinity"]):
         pod.pop("affinity")
     for field in CONTAINER_LISTS:
         if pod.get(field) is not None:
             given = pod[field]
-            ok = [c for c in given if isinstance(c, Mapping) and _gpus_ok(c)] if _list(given) else []
+            ok = [c for c in given if isinstance(c, Mapping) and _gpus_ok(c)] if is_list(given) else []
             pod[field] = [_known_gpus(c) for c in ok]
     return pod
 
@@ -174,7 +171,7 @@ def _problems(pod: Mapping[str, Any]) -> Iterator[str]:
             if value is not None and not isinstance(value, str):
                 yield f"nodeSelector.{key} must be text, got {value!r}"
     given = pod.get("tolerations")
-    if given is not None and not _list(given):
+    if given is not None and not is_list(given):
         yield f"tolerations must be a list of {{key, operator, value, effect}}, got {given!r}"
     elif given is not None:
         for i, toleration in enumerate(given):
@@ -188,7 +185,7 @@ def _problems(pod: Mapping[str, Any]) -> Iterator[str]:
         )
     for field in CONTAINER_LISTS:
         given = pod.get(field)
-        if given is not None and not _list(given):
+        if given is not None and not is_list(given):
             yield f"{field} must be a list of containers, got {given!r}"
             continue
         for i, container in enumerate(given or []):

@@ -135,36 +135,49 @@ def _reach(resources: Resources, placement: Placement, pool: str) -> int | None:
     return total if seen else None
 
 
+def _gpu_quotas(spec: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], Fraction]]:
+    """A ClusterQueue spec's nominal GPU quotas: (flavor, its quota entry, GPUs)."""
+    for group in spec.get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for quota in flavor.get("resources") or []:
+                gpus = _gpus(quota.get("nominalQuota")) if quota.get("name") == GPU_RESOURCE else None
+                if gpus is not None:
+                    yield str(flavor.get("name")), quota, gpus
+
+
+def _promised(resources: Resources, placement: Placement) -> Iterator[tuple[str, str, Fraction, Any, Any]]:
+    """Each ResourceFlavor the ClusterQueues promise GPUs on: (key, pool, GPUs promised, what the pool can
+    reach or None)."""
+    promised: dict[str, Fraction] = {}
+    for t, _, p in resources:
+        if _kind(t, "ClusterQueue"):
+            for name, _, gpus in _gpu_quotas(p.get("spec") or {}):
+                promised[name] = promised.get(name, Fraction(0)) + gpus
+    for t, n, p in resources:
+        name = _meta(p).get("name")
+        if _kind(t, "ResourceFlavor") and name in promised:
+            pool = ((p.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
+            yield (
+                resource_key(t, n),
+                pool,
+                promised[name],
+                _reach(resources, placement, pool) if pool else None,
+            )
+
+
 def flavor_quota_reachable(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
     """Mandatory: the nominal GPU quota the ClusterQueues promise on a flavor does not exceed what its pool can
     reach (maxSize x GPUs per node x slices): Kueue would admit Jobs whose pods stay Pending."""
-    promised: dict[str, Fraction] = {}
-    for t, _, p in resources:
-        if not _kind(t, "ClusterQueue"):
-            continue
-        for group in (p.get("spec") or {}).get("resourceGroups") or []:
-            for flavor in group.get("flavors") or []:
-                for quota in flavor.get("resources") or []:
-                    if quota.get("name") == GPU_RESOURCE and _gpus(quota.get("nominalQuota")) is not None:
-                        name = flavor.get("name")
-                        promised[name] = promised.get(name, Fraction(0)) + _gpus(quota["nominalQuota"])
-    found = []
-    for t, n, p in resources:
-        name = _meta(p).get("name")
-        if not _kind(t, "ResourceFlavor") or name not in promised:
-            continue
-        pool = ((p.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
-        reach = _reach(resources, placement, pool) if pool else None
-        if reach is not None and promised[name] > reach:
-            found.append(
-                (
-                    resource_key(t, n),
-                    f"is promised {promised[name]} {GPU_RESOURCE} by the ClusterQueues' nominalQuota, but pool "
-                    f"{pool!r} can reach only {reach} (maxSize x GPUs per node x slices): Kueue would admit Jobs "
-                    "whose pods stay Pending; lower the quotas or raise the pool's maxSize",
-                )
-            )
-    return found
+    return [
+        (
+            key,
+            f"is promised {promised} {GPU_RESOURCE} by the ClusterQueues' nominalQuota, but pool "
+            f"{pool!r} can reach only {reach} (maxSize x GPUs per node x slices): Kueue would admit Jobs "
+            "whose pods stay Pending; lower the quotas or raise the pool's maxSize",
+        )
+        for key, pool, promised, reach in _promised(resources, placement)
+        if reach is not None and promised > reach
+    ]
 
 
 def priority_class_declared(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
@@ -191,32 +204,17 @@ def quota_lines(resources: Resources, placement: Placement) -> list[str]:
     """The preview's view of the teams: each ClusterQueue's namespace and quota per pool, then what the
     queues promise on each pool against what it can reach; empty without ClusterQueues."""
     lines = []
-    promised: dict[str, Fraction] = {}
     for t, _, p in resources:
         if not _kind(t, "ClusterQueue"):
             continue
         spec = p.get("spec") or {}
         selector = ((spec.get("namespaceSelector") or {}).get("matchLabels") or {}).values()
         shares = []
-        for group in spec.get("resourceGroups") or []:
-            for flavor in group.get("flavors") or []:
-                for quota in flavor.get("resources") or []:
-                    if quota.get("name") != GPU_RESOURCE or _gpus(quota.get("nominalQuota")) is None:
-                        continue
-                    name = str(flavor.get("name"))
-                    promised[name] = promised.get(name, Fraction(0)) + _gpus(quota["nominalQuota"])
-                    limits = [f"{k} {quota[k]}" for k in ("borrowingLimit", "lendingLimit") if k in quota]
-                    shares.append(
-                        f"{name} {quota['nominalQuota']}" + (f" ({', '.join(limits)})" if limits else "")
-                    )
+        for name, quota, _ in _gpu_quotas(spec):
+            limits = [f"{k} {quota[k]}" for k in ("borrowingLimit", "lendingLimit") if k in quota]
+            shares.append(f"{name} {quota['nominalQuota']}" + (f" ({', '.join(limits)})" if limits else ""))
         where = ", ".join(selector) or "no namespace"
         lines.append(f"  {_meta(p).get('name')} (namespace {where}): {'; '.join(shares) or 'no GPU quota'}")
-    for t, _, p in resources:
-        name = _meta(p).get("name")
-        if _kind(t, "ResourceFlavor") and name in promised:
-            pool = ((p.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
-            reach = _reach(resources, placement, pool) if pool else None
-            lines.append(
-                f"  pool {pool}: {promised[name]} promised of {'?' if reach is None else reach} it can reach"
-            )
+    for _, pool, promised, reach in _promised(resources, placement):
+        lines.append(f"  pool {pool}: {promised} promised of {'?' if reach is None else reach} it can reach")
     return lines

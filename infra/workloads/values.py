@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any
 
 
@@ -34,6 +34,11 @@ def as_whole(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def is_list(value: Any) -> bool:
+    """A JSON array as the engine sends it: a sequence, not a string."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
 def check_spec_fields(spec: Any, kind: str, allowed: Set[str]) -> Mapping[str, Any]:
