@@ -30,7 +30,7 @@ from localcluster import cluster, kueue  # noqa: E402
 from localcluster import kueue_world as world  # noqa: E402
 from localcluster.kube import Kube  # noqa: E402
 
-TEAM = "alpha"
+TEAM = "vision"
 
 
 def _until(check, timeout: float = 120) -> float:

@@ -10,10 +10,11 @@ Configuration (the chart's ConfigMap) and feature gates (the Deployment's argume
 What differs from the chart, because there is no pod network here (docs/local-cluster.md, "Kueue"):
 the process runs on the host with the admin kubeconfig (not the chart's ServiceAccount and RBAC);
 the webhook Service is an ``ExternalName`` Service to 127.0.0.1, so the API server dials
-127.0.0.1:443 and checks the certificate against ``kueue-webhook-service.kueue-system.svc`` as it does in
-a cluster (k8s.io/apiserver ``pkg/util/proxy`` ResolveCluster, ``pkg/util/webhook`` client), and the
-controller serves its webhooks on 127.0.0.1:443 (the chart: the Service's 443 to the pod's 9443);
-health and metrics bind 127.0.0.1 on free ports; the certificates go to a folder of the run; the
+127.0.0.1:<the webhook configurations' port> and checks the certificate against
+``kueue-webhook-service.kueue-system.svc`` as it does in a cluster (k8s.io/apiserver ``pkg/util/proxy``
+ResolveCluster, ``pkg/util/webhook`` client); that port is a free one of the control plane's (the chart
+names none: 443, one for every control plane of a run), where the controller serves its webhooks (the
+chart: the Service's 443 to the pod's 9443); health and metrics bind 127.0.0.1 on free ports; the certificates go to a folder of the run; the
 visibility server (``VisibilityOnDemand``, which binds 0.0.0.0:8082 and writes its certificates to
 ``/visibility``) is off; leader election is on as the chart sets it, its Lease in ``kueue-system``.
 """
@@ -26,7 +27,7 @@ import json
 import socket
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ import yaml
 from infra.platform.kueue_objects import API_VERSION
 from infra.tooling.pinned_chart import render
 from localcluster import services
-from localcluster.gomod import BIN, CACHE, module_dir, pinned_version
+from localcluster.gomod import BIN, module_dir, pinned_version
 from localcluster.processes import RUN, ClusterError
 
 PINS, MODULE = "kueue", "sigs.k8s.io/kueue"
@@ -44,7 +45,6 @@ RELEASE = "kueue"  # the release name: the chart names its objects kueue-*
 NAMESPACE = "kueue-system"
 SERVICE = f"{RELEASE}-webhook-service"
 HOST = "127.0.0.1"
-WEBHOOK_PORT = 443  # the port the webhook configurations name (none given: 443)
 API = API_VERSION
 # Off here: it binds 0.0.0.0 and writes its certificates to /visibility (pkg/visibility/server.go).
 GATES_OFF = ("VisibilityOnDemand",)
@@ -142,7 +142,7 @@ def local_configuration(config: Mapping[str, Any], ports: Mapping[str, int], cer
     result["webhook"] = {
         **result.get("webhook", {}),
         "host": HOST,
-        "port": WEBHOOK_PORT,
+        "port": ports["webhook"],
         "certDir": str(certs),
     }
     result["leaderElection"] = {**result.get("leaderElection", {}), "resourceNamespace": NAMESPACE}
@@ -160,18 +160,23 @@ def feature_gates(objects: list[dict[str, Any]]) -> str:
     return ",".join(f"{k}={v}" for k, v in gates.items())
 
 
-def cluster_objects(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def cluster_objects(objects: list[dict[str, Any]], webhook_port: int) -> list[dict[str, Any]]:
     """What the harness applies of the chart: the CRDs, the webhook Secret, the webhook configurations as
-    rendered, and the webhook Service made an ``ExternalName`` to 127.0.0.1 (no pod network here)."""
+    rendered but for the port they name (``webhook_port``: the control planes of a run share 127.0.0.1,
+    the chart's 443 would be one for all), and the webhook Service made an ``ExternalName`` to 127.0.0.1
+    (no pod network here)."""
     kept: list[dict[str, Any]] = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
     kept.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     kept.append(_one(objects, "Secret", f"{RELEASE}-webhook-server-cert"))
     service = copy.deepcopy(_one(objects, "Service", SERVICE))
     service["spec"] = {"type": "ExternalName", "externalName": HOST, "ports": service["spec"]["ports"]}
     kept.append(service)
-    kept += [
-        o for o in objects if o["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-    ]
+    for o in objects:
+        if o["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            o = copy.deepcopy(o)
+            for hook in o["webhooks"]:
+                hook["clientConfig"]["service"]["port"] = webhook_port
+            kept.append(o)
     return kept
 
 
@@ -179,28 +184,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
-
-
-def _hold_webhook_port() -> Any:
-    """An exclusive lock on port 443 across this checkout's control planes (a worker each under
-    bin/test): a second Kueue waits for the first to stop instead of failing to bind."""
-    import fcntl
-
-    handle = (CACHE / "kueue-webhook-port.lock").open("w")
-    fcntl.flock(handle, fcntl.LOCK_EX)
-    return handle
-
-
-def _webhook_port_free() -> None:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, WEBHOOK_PORT))
-        except OSError as error:
-            raise ClusterError(
-                f"Kueue's webhooks need {HOST}:{WEBHOOK_PORT} (the port the chart's webhook configurations "
-                f"name) and it is taken: {error}"
-            ) from error
 
 
 class SecretVolume:
@@ -252,24 +235,37 @@ class Kueue:
     and ``stop`` the process (a scenario stops it to see what users see while it is down). While it
     runs, :class:`SecretVolume` plays the kubelet's Secret volume for its certificates."""
 
-    def __init__(self, kube: Any, values: Mapping[str, Any], workdir: Path = RUN / "kueue") -> None:
+    def __init__(
+        self,
+        kube: Any,
+        values: Mapping[str, Any],
+        workdir: Path = RUN / "kueue",
+        webhook_port: int | None = None,
+    ) -> None:
         self.kube, self.workdir, self.values = kube, workdir, dict(values)
         self.objects = rendered(values)
-        self.ports = {"health": _free_port(), "metrics": _free_port()}
+        self.ports = {
+            "health": _free_port(),
+            "metrics": _free_port(),
+            "webhook": webhook_port or _free_port(),
+        }
         config = local_configuration(configuration(self.objects), self.ports, workdir / "certs")
         workdir.mkdir(parents=True, exist_ok=True)
         self.config_file = workdir / "controller_manager_config.yaml"
         self.config_file.write_text(yaml.safe_dump(config))
         self.gates = feature_gates(self.objects)
         self.volume: SecretVolume | None = None
-        self._port_lock: Any = None
 
     def install(self) -> None:
         from localcluster.karpenter import apply_crds  # the same wait for Established
 
-        crds = [o for o in cluster_objects(self.objects) if o["kind"] == "CustomResourceDefinition"]
+        crds = [
+            o
+            for o in cluster_objects(self.objects, self.ports["webhook"])
+            if o["kind"] == "CustomResourceDefinition"
+        ]
         apply_crds(self.kube, crds)
-        for manifest in cluster_objects(self.objects):
+        for manifest in cluster_objects(self.objects, self.ports["webhook"]):
             if manifest["kind"] != "CustomResourceDefinition":
                 self.kube.apply(manifest)
 
@@ -279,7 +275,7 @@ class Kueue:
         then: their finalizers are the stopped controller's to remove."""
         from kubernetes.client.rest import ApiException
 
-        applied = cluster_objects(self.objects)
+        applied = cluster_objects(self.objects, self.ports["webhook"])
         for manifest in applied:
             if manifest["kind"].endswith("WebhookConfiguration"):
                 with contextlib.suppress(ApiException):
@@ -299,15 +295,13 @@ class Kueue:
         """Start the controller; returns once it is ready and its CA is in every webhook configuration."""
         if not BINARY.is_file():
             raise ClusterError(f"not built: {BINARY}; run localcluster/build kueue first")
-        self._port_lock = _hold_webhook_port()
         try:
-            _webhook_port_free()
             self.volume = SecretVolume(self.kube, f"{RELEASE}-webhook-server-cert", self.workdir / "certs")
             services.start(
                 NAME, self.command(), self.ready, env={"KUBECONFIG": str(kubeconfig)}, timeout=timeout
             )
         except BaseException:
-            self.stop()  # the Secret volume and the port's lock too
+            self.stop()  # the Secret volume too
             raise
 
     def ready(self) -> bool:
@@ -351,12 +345,27 @@ class Kueue:
         if self.volume is not None:
             self.volume.stop()
             self.volume = None
-        if self._port_lock is not None:
-            self._port_lock.close()  # the next control plane's Kueue may take port 443
-            self._port_lock = None
 
     def log_tail(self, lines: int = 30) -> str:
         return services.log_tail(NAME, lines)
+
+
+@contextlib.contextmanager
+def running(
+    kube: Any, values: Mapping[str, Any], kubeconfig: Path, workdir: Path = RUN / "kueue"
+) -> Iterator[Kueue]:
+    """The chart's objects for ``values`` installed and the controller started; stopped and uninstalled
+    after (its webhooks fail closed: left behind with no controller, they would refuse other tests' Jobs)."""
+    controller = Kueue(kube, values, workdir)
+    controller.install()
+    try:
+        controller.start(kubeconfig)
+        yield controller
+    finally:
+        try:
+            controller.stop()
+        finally:
+            controller.uninstall()
 
 
 def wait(what: str, check: Any, timeout: float = 60, kueue: Kueue | None = None) -> Any:

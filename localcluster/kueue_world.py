@@ -9,24 +9,40 @@ this harness's own: the teams' namespace names, and a builder of Jobs placed the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import copy
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+import yaml
 
 from infra.platform.config import PlatformConfig
 from infra.tooling.manifests import manifest_of
-from infra.tooling.offline import Run
+from infra.tooling.offline import PLATFORM_ROOT, Run, load_project
 from infra.workloads.placement import Placement
 from infra.workloads.podspec import place_pod_spec
 from infra.workloads.queues import PRIORITY_LABEL, QUEUE_LABEL
 from localcluster.cluster import HOLD_ANNOTATION
 from localcluster.karpenter import platform_run
+from localcluster.kueue import API, Kueue, wait
 
 KUEUE_TYPES = "kubernetes:kueue.x-k8s.io/"
 KINDS = ("ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue")
 RELEASE_TYPE, RELEASE_NAME = "kubernetes:helm.sh/v3:Release", "kueue"
-NAMESPACES = {"alpha": "kq-alpha", "beta": "kq-beta"}
-"""Every scenario declares both teams, so every scenario's run gives Kueue the same manager config
-(Jobs managed in these namespaces) and one controller serves them all."""
+
+
+def _dev_teams() -> dict[str, str]:
+    project, config = load_project(PLATFORM_ROOT, "dev")
+    return {
+        team: settings["namespace"] for team, settings in yaml.safe_load(config[f"{project}:teams"]).items()
+    }
+
+
+NAMESPACES = _dev_teams()
+"""The dev stack's teams and their namespaces (``Pulumi.dev.yaml``). Every scenario declares these teams,
+so every scenario's run gives Kueue the same manager config as the dev stack (Jobs managed in these
+namespaces): one controller serves every scenario."""
 NO_QUOTA = {"training": {"nominalQuota": 0}}
 """The quotas of a team a scenario gives no GPUs: a ClusterQueue in the cohort with nothing to lend."""
 CONTAINER = {"name": "train", "image": "registry.invalid/train:1", "securityContext": {"runAsUser": 1000}}
@@ -97,3 +113,50 @@ def job(
             "template": {"metadata": {"annotations": {HOLD_ANNOTATION: hold}}, "spec": spec},
         },
     }
+
+
+def quick_pods_ready(values: Mapping[str, Any], timeout: str, backoff_seconds: int) -> dict[str, Any]:
+    """Kueue's chart ``values`` with ``waitForPodsReady``'s timeout and requeuing backoff shortened: the
+    harness's one change to the platform's Configuration for the requeue scenario (timing, not decisions;
+    docs/local-cluster.md)."""
+    result = copy.deepcopy(dict(values))
+    manager = result["managerConfig"]
+    config = yaml.safe_load(manager["controllerManagerConfigYaml"])
+    ready = config["waitForPodsReady"]
+    ready["timeout"] = timeout
+    ready["requeuingStrategy"] = {**ready.get("requeuingStrategy", {}), "backoffBaseSeconds": backoff_seconds}
+    manager["controllerManagerConfigYaml"] = yaml.safe_dump(config, sort_keys=False)
+    return result
+
+
+@contextlib.contextmanager
+def queues(
+    kube: Any, settings: PlatformConfig, run: Run, controller: Kueue
+) -> Iterator[Callable[..., dict[str, Any]]]:
+    """The run's Kueue objects and its teams' namespaces applied, as the platform would; yields the Job
+    builder on the run's placement. All removed after (namespaces first: their Jobs and Workloads go,
+    then the queues and flavors, which ``controller`` holds while in use)."""
+    from kubernetes.client.rest import ApiException
+
+    declared = objects(run)
+    try:
+        for config in settings.teams.values():
+            kube.namespace(config.namespace)
+        for manifest in declared:
+            kube.apply(manifest)
+        yield functools.partial(job, settings.contract)
+    finally:
+        for config in settings.teams.values():
+            kube.delete_namespace(config.namespace, timeout=120)
+        for manifest in reversed(declared):
+            with contextlib.suppress(ApiException):
+                kube.resource(manifest).delete(
+                    name=manifest["metadata"]["name"], namespace=manifest["metadata"].get("namespace")
+                )
+        wait("the queues and flavors gone", lambda: not _left(kube), 60, controller)
+
+
+def _left(kube: Any) -> list[Any]:
+    """Kueue's cluster-wide objects still there (the controller lifts their finalizers once unused)."""
+    kinds = ("ClusterQueue", "ResourceFlavor")
+    return [o for kind in kinds for o in kube.resource({"apiVersion": API, "kind": kind}).get().items]

@@ -14,7 +14,6 @@ quota until Kueue preempts it.
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -25,7 +24,7 @@ from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL
 from localcluster import cluster as local
 from localcluster import kueue_world as world
 from localcluster.kube import Kube
-from localcluster.kueue import API, Kueue, wait
+from localcluster.kueue import API, Kueue, running, wait
 
 ADMIT_SECONDS = 60  # an upper bound on a busy 2-core machine; admission itself takes well under a second
 HOLD_SECONDS = 8  # how long a verdict "still waiting" must hold: several of Kueue's scheduling cycles
@@ -33,47 +32,29 @@ HOLD_SECONDS = 8  # how long a verdict "still waiting" must hold: several of Kue
 
 @pytest.fixture(scope="module")
 def controller(kube: Kube) -> Iterator[Kueue]:
-    """The controller as the platform configures it for the scenarios' teams; uninstalled after (its
-    webhooks fail closed: left behind with no controller, they would refuse other tests' objects)."""
+    """The controller as the platform configures it for the dev stack's teams (every scenario's)."""
     _, run = world.platform({})
-    running = Kueue(kube, world.chart_values(run))
-    running.install()
-    try:
-        running.start(local.KUBECONFIG)
-        yield running
-        running.stop()
-    finally:
-        running.uninstall()
+    with running(kube, world.chart_values(run), local.KUBECONFIG) as started:
+        yield started
 
 
 @contextlib.contextmanager
 def teams(kube: Kube, controller: Kueue, quotas: world.Quotas) -> Iterator[Callable[..., dict[str, Any]]]:
     """The platform's Kueue objects for ``quotas`` (``teams:``) and the teams' namespaces; yields the
-    Job builder on the run's placement. All removed after (namespaces first: their Jobs and Workloads
-    go, then the queues Kueue holds while in use)."""
+    Job builder on the run's placement."""
     settings, run = world.platform(quotas)
+    with declared(kube, controller, settings, run) as job:
+        yield job
+
+
+@contextlib.contextmanager
+def declared(
+    kube: Kube, controller: Kueue, settings: Any, run: Any
+) -> Iterator[Callable[..., dict[str, Any]]]:
+    """``run``'s Kueue objects applied for the scenario, removed after."""
     assert world.chart_values(run) == controller.values, "the scenario's run configures Kueue otherwise"
-    objects = world.objects(run)
-    try:
-        for config in settings.teams.values():
-            kube.namespace(config.namespace)
-        for manifest in objects:
-            kube.apply(manifest)
-        yield functools.partial(world.job, settings.contract)
-    finally:
-        for config in settings.teams.values():
-            kube.delete_namespace(config.namespace, timeout=120)
-        for manifest in reversed(objects):
-            with contextlib.suppress(ApiException):
-                kube.resource(manifest).delete(
-                    name=manifest["metadata"]["name"], namespace=manifest["metadata"].get("namespace")
-                )
-        wait("the queues and flavors gone", lambda: not _left(kube), 60, controller)
-
-
-def _left(kube: Kube) -> list[Any]:
-    """Kueue's cluster-wide objects still there (the controller lifts their finalizers once unused)."""
-    return [o for kind in ("ClusterQueue", "ResourceFlavor") for o in _get_all(kube, kind)]
+    with world.queues(kube, settings, run, controller) as job:
+        yield job
 
 
 def _get_all(kube: Kube, kind: str, namespace: str | None = None) -> list[Any]:
@@ -174,8 +155,8 @@ def preempted(kube: Kube, manifest: Mapping[str, Any], reason: str) -> bool:
 def test_a_teams_job_within_quota_is_admitted_and_its_pod_binds_on_that_pools_node(
     kube: Kube, controller: Kueue
 ) -> None:
-    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 2}}}) as job:
-        first = job("first", "alpha", "training")
+    with teams(kube, controller, {"vision": {"training": {"nominalQuota": 2}}}) as job:
+        first = job("first", "vision", "training")
         submit(kube, first)
         pod = admitted_and_running(kube, controller, first)
         assert pool_of(kube, pod.spec.node_name) == "training"
@@ -186,8 +167,8 @@ def test_a_teams_job_within_quota_is_admitted_and_its_pod_binds_on_that_pools_no
 
 
 def test_beyond_its_quota_a_job_waits_suspended(kube: Kube, controller: Kueue) -> None:
-    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 1}}}) as job:
-        first, second = job("first", "alpha", "training"), job("second", "alpha", "training")
+    with teams(kube, controller, {"vision": {"training": {"nominalQuota": 1}}}) as job:
+        first, second = job("first", "vision", "training"), job("second", "vision", "training")
         submit(kube, first)
         admitted_and_running(kube, controller, first)
         submit(kube, second)  # the node has a second GPU free: only the quota keeps it out
@@ -196,35 +177,37 @@ def test_beyond_its_quota_a_job_waits_suspended(kube: Kube, controller: Kueue) -
 
 def test_a_team_borrows_idle_quota_up_to_its_borrowing_limit(kube: Kube, controller: Kueue) -> None:
     quotas = {
-        "alpha": {"inference": {"nominalQuota": 1, "borrowingLimit": 1}},
-        "beta": {"inference": {"nominalQuota": 3}},
+        "vision": {"inference": {"nominalQuota": 1, "borrowingLimit": 1}},
+        "speech": {"inference": {"nominalQuota": 3}},
     }
     with teams(kube, controller, quotas) as job:
-        jobs = [job(f"a{i}", "alpha", "inference") for i in range(3)]
+        jobs = [job(f"a{i}", "vision", "inference") for i in range(3)]
         for manifest in jobs[:2]:
             submit(kube, manifest)
             admitted_and_running(kube, controller, manifest)
         assert wait(
-            "alpha's ClusterQueue to report 1 borrowed", lambda: borrowed(kube, "alpha", "inference") == 1, 30
+            "vision's ClusterQueue to report 1 borrowed",
+            lambda: borrowed(kube, "vision", "inference") == 1,
+            30,
         )
-        submit(kube, jobs[2])  # beta still has 2 idle slices: only borrowingLimit stops it
+        submit(kube, jobs[2])  # speech still has 2 idle slices: only borrowingLimit stops it
         still_waiting(kube, controller, jobs[2])
 
 
 def test_a_lending_limit_keeps_the_owners_reserve(kube: Kube, controller: Kueue) -> None:
     quotas = {
-        "alpha": {"inference": {"nominalQuota": 1, "borrowingLimit": 3}},
-        "beta": {"inference": {"nominalQuota": 3, "lendingLimit": 1}},
+        "vision": {"inference": {"nominalQuota": 1, "borrowingLimit": 3}},
+        "speech": {"inference": {"nominalQuota": 3, "lendingLimit": 1}},
     }
     with teams(kube, controller, quotas) as job:
-        jobs = [job(f"a{i}", "alpha", "inference") for i in range(3)]
+        jobs = [job(f"a{i}", "vision", "inference") for i in range(3)]
         for manifest in jobs[:2]:
             submit(kube, manifest)
             admitted_and_running(kube, controller, manifest)
-        submit(kube, jobs[2])  # alpha may borrow 3, but beta lends only 1
+        submit(kube, jobs[2])  # vision may borrow 3, but speech lends only 1
         still_waiting(kube, controller, jobs[2])
-        mine = [job(f"b{i}", "beta", "inference") for i in range(2)]
-        for manifest in mine:  # beta's reserve: admitted at once, nobody preempted
+        mine = [job(f"b{i}", "speech", "inference") for i in range(2)]
+        for manifest in mine:  # speech's reserve: admitted at once, nobody preempted
             submit(kube, manifest)
             admitted_and_running(kube, controller, manifest)
         assert all(not suspended(kube, m) for m in jobs[:2])
@@ -232,31 +215,31 @@ def test_a_lending_limit_keeps_the_owners_reserve(kube: Kube, controller: Kueue)
 
 def test_the_owner_reclaiming_its_quota_preempts_the_borrower(kube: Kube, controller: Kueue) -> None:
     quotas = {
-        "alpha": {"inference": {"nominalQuota": 1, "borrowingLimit": 1}},
-        "beta": {"inference": {"nominalQuota": 3}},
+        "vision": {"inference": {"nominalQuota": 1, "borrowingLimit": 1}},
+        "speech": {"inference": {"nominalQuota": 3}},
     }
     with teams(kube, controller, quotas) as job:
-        alpha = [job(f"a{i}", "alpha", "inference") for i in range(2)]
-        for manifest in alpha:
+        vision = [job(f"a{i}", "vision", "inference") for i in range(2)]
+        for manifest in vision:
             submit(kube, manifest)
             admitted_and_running(kube, controller, manifest)
-        beta = [job(f"b{i}", "beta", "inference") for i in range(3)]
-        for manifest in beta:
+        speech = [job(f"b{i}", "speech", "inference") for i in range(3)]
+        for manifest in speech:
             submit(kube, manifest)
-        for manifest in beta:
+        for manifest in speech:
             admitted_and_running(kube, controller, manifest)
-        out = [m for m in alpha if preempted(kube, m, "InCohortReclamation")]
-        assert len(out) == 1, [condition(workload(kube, m), "Preempted") for m in alpha]
-        (kept,) = [m for m in alpha if m not in out]
-        assert not suspended(kube, kept) and bound_pods(kube, kept)  # alpha's own quota is untouched
+        out = [m for m in vision if preempted(kube, m, "InCohortReclamation")]
+        assert len(out) == 1, [condition(workload(kube, m), "Preempted") for m in vision]
+        (kept,) = [m for m in vision if m not in out]
+        assert not suspended(kube, kept) and bound_pods(kube, kept)  # vision's own quota is untouched
 
 
 def test_a_higher_priority_job_preempts_a_lower_one_in_the_same_team(kube: Kube, controller: Kueue) -> None:
-    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 1}}}) as job:
-        low = job("low", "alpha", "training", priority="low")
+    with teams(kube, controller, {"vision": {"training": {"nominalQuota": 1}}}) as job:
+        low = job("low", "vision", "training", priority="low")
         submit(kube, low)
         admitted_and_running(kube, controller, low)
-        high = job("high", "alpha", "training", priority="high")
+        high = job("high", "vision", "training", priority="high")
         submit(kube, high)
         pod = admitted_and_running(kube, controller, high)
         assert pool_of(kube, pod.spec.node_name) == "training"
@@ -271,8 +254,8 @@ def test_a_higher_priority_job_preempts_a_lower_one_in_the_same_team(kube: Kube,
 def test_time_sliced_quota_is_counted_in_slices(kube: Kube, controller: Kueue) -> None:
     """The inference node has one T4G advertised as 4 slices: a quota of 4 admits four one-slice Jobs,
     all on that one GPU, and a fifth waits."""
-    with teams(kube, controller, {"alpha": {"inference": {"nominalQuota": 4}}}) as job:
-        jobs = [job(f"s{i}", "alpha", "inference") for i in range(5)]
+    with teams(kube, controller, {"vision": {"inference": {"nominalQuota": 4}}}) as job:
+        jobs = [job(f"s{i}", "vision", "inference") for i in range(5)]
         for manifest in jobs:
             submit(kube, manifest)
         nodes = {admitted_and_running(kube, controller, m).spec.node_name for m in jobs[:4]}
@@ -284,30 +267,104 @@ def test_with_kueue_down_only_the_teams_namespaces_refuse_jobs_and_running_jobs_
     kube: Kube, controller: Kueue
 ) -> None:
     other = "kq-other"
-    with teams(kube, controller, {"alpha": {"training": {"nominalQuota": 1}}}) as job:
-        running = job("running", "alpha", "training")
-        submit(kube, running)
-        admitted_and_running(kube, controller, running)
+    with teams(kube, controller, {"vision": {"training": {"nominalQuota": 1}}}) as job:
+        busy = job("running", "vision", "training")
+        submit(kube, busy)
+        admitted_and_running(kube, controller, busy)
         kube.namespace(other)
         controller.stop()
         try:
             with pytest.raises(ApiException) as refused:
-                submit(kube, job("refused", "alpha", "training"))
+                submit(kube, job("refused", "vision", "training"))
             assert "mjob.kb.io" in refused.value.body and "failed calling webhook" in refused.value.body
             plain = job("plain", other, "training", queue=None)
             submit(kube, plain)  # no team's namespace: the webhook does not cover it
             assert not suspended(kube, plain)
-            assert not suspended(kube, running) and bound_pods(kube, running)
+            assert not suspended(kube, busy) and bound_pods(kube, busy)
         finally:
             controller.start(local.KUBECONFIG)
             kube.delete_namespace(other)
-        later = job("later", "alpha", "training")
+        later = job("later", "vision", "training")
         submit(kube, later)
-        still_waiting(kube, controller, later)  # the restarted controller counts the running Job's quota
-        assert not suspended(kube, running) and bound_pods(kube, running)
-        kube.resource(running).delete(
+        still_waiting(kube, controller, later)  # the restarted controller counts the busy Job's quota
+        assert not suspended(kube, busy) and bound_pods(kube, busy)
+        kube.resource(busy).delete(
             name="running",
-            namespace=running["metadata"]["namespace"],
+            namespace=busy["metadata"]["namespace"],
             body={"propagationPolicy": "Background"},
         )
         admitted_and_running(kube, controller, later)  # and gives it to the next Job once freed
+
+
+PODS_READY_SECONDS = 20  # the requeue scenario's waitForPodsReady timeout (the platform's: 30 min)
+BACKOFF_SECONDS = 10  # and its requeuing backoff base (the platform's: Kueue's default, 60 s)
+
+
+@contextlib.contextmanager
+def reconfigured(kube: Kube, controller: Kueue, values: Mapping[str, Any]) -> Iterator[Kueue]:
+    """The controller restarted with other chart ``values`` (the same webhooks and CRDs); back after."""
+    controller.stop()
+    other = Kueue(
+        kube, values, controller.workdir.with_name("kueue-reconfigured"), controller.ports["webhook"]
+    )
+    try:
+        other.start(local.KUBECONFIG)
+        yield other
+    finally:
+        other.stop()
+        controller.start(local.KUBECONFIG)
+
+
+def requeues(kube: Kube, manifest: Mapping[str, Any]) -> int:
+    """How often Kueue evicted the Job's Workload for its PodsReady timeout (only that counts here)."""
+    found = workload(kube, manifest) or {}
+    return int((found.get("status", {}).get("requeueState") or {}).get("count") or 0)
+
+
+def test_quota_a_pool_cannot_fill_is_given_back_and_requeued_through_wait_for_pods_ready(
+    kube: Kube, controller: Kueue
+) -> None:
+    """Kueue counts quota, not nodes: a quota of 3 on training, whose one node here has 2 GPUs and which
+    nothing scales, admits a third one-GPU Job whose pod stays Pending. waitForPodsReady evicts it after
+    its timeout (suspended, pod gone, quota given back) and requeues it after a backoff, again and again;
+    the two Jobs that run are never touched. The platform's timeout and backoff are shortened here."""
+    quick = world.quick_pods_ready(controller.values, f"{PODS_READY_SECONDS}s", BACKOFF_SECONDS)
+    quotas = {"vision": {"training": {"nominalQuota": 3}}}
+    with teams(kube, controller, quotas) as job, reconfigured(kube, controller, quick) as kueue:
+        jobs = [job(f"r{i}", "vision", "training") for i in range(3)]
+        for manifest in jobs:
+            submit(kube, manifest)
+        for manifest in jobs:
+            name = manifest["metadata"]["name"]
+            wait(f"{name} admitted", lambda m=manifest: not suspended(kube, m), ADMIT_SECONDS, kueue)
+        (starved,) = wait(
+            "one admitted Job's pod that no node can take",
+            lambda: [m for m in jobs if live_pods(kube, m) and not bound_pods(kube, m)],
+            ADMIT_SECONDS,
+            kueue,
+        )
+
+        def given_back() -> bool:
+            evicted = condition(workload(kube, starved), "Evicted")
+            return (
+                requeues(kube, starved) == 1
+                and evicted is not None
+                and (evicted["status"], evicted["reason"]) == ("True", "PodsReadyTimeout")
+                and suspended(kube, starved)
+                and not live_pods(kube, starved)
+            )
+
+        wait("the starved Job evicted and suspended", given_back, PODS_READY_SECONDS + ADMIT_SECONDS, kueue)
+        wait(
+            "the starved Job admitted again after its backoff, and evicted again",
+            lambda: requeues(kube, starved) >= 2,
+            BACKOFF_SECONDS + PODS_READY_SECONDS + ADMIT_SECONDS,
+            kueue,
+        )
+        for manifest in jobs:
+            if manifest is not starved:
+                assert (
+                    requeues(kube, manifest) == 0
+                    and not suspended(kube, manifest)
+                    and bound_pods(kube, manifest)
+                )

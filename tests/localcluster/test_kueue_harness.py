@@ -33,10 +33,10 @@ def test_every_listener_binds_loopback_and_the_rest_of_the_platforms_configurati
     chart, values
 ) -> None:
     given = kueue.configuration(chart)
-    local = kueue.local_configuration(given, {"health": 1, "metrics": 2}, Path("/certs"))
+    local = kueue.local_configuration(given, {"health": 1, "metrics": 2, "webhook": 3}, Path("/certs"))
     assert local["health"]["healthProbeBindAddress"] == "127.0.0.1:1"
     assert local["metrics"]["bindAddress"] == "127.0.0.1:2"
-    assert (local["webhook"]["host"], local["webhook"]["port"]) == ("127.0.0.1", 443)
+    assert (local["webhook"]["host"], local["webhook"]["port"]) == ("127.0.0.1", 3)
     assert "VisibilityOnDemand=false" in kueue.feature_gates(chart).split(",")
     changed = {"health", "metrics", "webhook", "leaderElection", "namespace"}
     assert {k: v for k, v in local.items() if k not in changed} == {
@@ -50,7 +50,7 @@ def test_every_listener_binds_loopback_and_the_rest_of_the_platforms_configurati
 def test_the_webhook_configurations_and_crds_are_applied_as_rendered_the_service_points_at_loopback(
     chart,
 ) -> None:
-    applied = kueue.cluster_objects(chart)
+    applied = kueue.cluster_objects(chart, 8443)
     by_kind = {}
     for o in applied:
         by_kind.setdefault(o["kind"], []).append(o)
@@ -59,7 +59,7 @@ def test_the_webhook_configurations_and_crds_are_applied_as_rendered_the_service
         "ValidatingWebhookConfiguration",
         "CustomResourceDefinition",
     ):
-        assert by_kind[kind] == [o for o in chart if o["kind"] == kind]
+        assert by_kind[kind] == [_with_port(o, 8443) for o in chart if o["kind"] == kind]
     (service,) = by_kind["Service"]
     assert service["metadata"]["name"] == kueue.SERVICE
     assert service["spec"] == {
@@ -74,7 +74,16 @@ def test_the_webhook_configurations_and_crds_are_applied_as_rendered_the_service
     )
     assert job_hook["failurePolicy"] == "Fail"
     assert job_hook["namespaceSelector"]["matchExpressions"][0]["values"] == sorted(world.NAMESPACES.values())
-    assert "port" not in job_hook["clientConfig"]["service"]  # 443: the port the controller binds here
+    rendered = next(o for o in chart if o["kind"] == "MutatingWebhookConfiguration")["webhooks"][0]
+    assert "port" not in rendered["clientConfig"]["service"]  # the chart's: 443, one for all control planes
+
+
+def _with_port(manifest: dict, port: int) -> dict:
+    """``manifest`` as the harness applies it: its webhooks (if any) name ``port``; nothing else changed."""
+    result = json.loads(json.dumps(manifest))
+    for hook in result.get("webhooks", []):
+        hook["clientConfig"]["service"]["port"] = port
+    return result
 
 
 def test_only_job_pods_carrying_the_hold_annotation_wait_to_complete(tmp_path, monkeypatch) -> None:
@@ -93,13 +102,13 @@ def test_only_job_pods_carrying_the_hold_annotation_wait_to_complete(tmp_path, m
 
 
 def test_the_scenarios_objects_are_the_ones_the_platform_declares_for_their_teams() -> None:
-    settings, run = world.platform({"alpha": {"training": {"nominalQuota": 1, "borrowingLimit": 1}}})
+    settings, run = world.platform({"vision": {"training": {"nominalQuota": 1, "borrowingLimit": 1}}})
     declared = world.objects(run)
     assert [o["kind"] for o in declared] == sorted((o["kind"] for o in declared), key=world.KINDS.index)
     expected = kueue_objects.objects(settings.contract, settings.teams)
     assert sorted(map(_text, declared)) == sorted(map(_text, expected))
     assert {team: c.namespace for team, c in settings.teams.items()} == world.NAMESPACES
-    assert settings.teams["beta"].quotas["training"].nominal_quota == 0  # a team given no GPUs
+    assert settings.teams["speech"].quotas["training"].nominal_quota == 0  # a team given no GPUs
 
 
 def _text(manifest: dict) -> str:
@@ -108,6 +117,28 @@ def _text(manifest: dict) -> str:
 
 def test_a_scenario_quota_the_pool_cannot_reach_is_refused_by_the_platforms_config() -> None:
     with pytest.raises(ValueError, match="pool 'training'"):
-        world.platform({"alpha": {"training": {"nominalQuota": 5}}})  # 2 nodes x 2 GPUs
-    with pytest.raises(ValueError, match="allowed alpha, beta"):
-        world.teams_config({"gamma": {"training": {"nominalQuota": 1}}})
+        world.platform({"vision": {"training": {"nominalQuota": 5}}})  # 2 nodes x 2 GPUs
+    with pytest.raises(ValueError, match="allowed vision, speech"):
+        world.teams_config({"gaming": {"training": {"nominalQuota": 1}}})
+
+
+def test_the_requeue_scenarios_configuration_differs_from_the_platforms_only_in_timeout_and_backoff(
+    values: dict,
+) -> None:
+    quick = world.quick_pods_ready(values, "20s", 10)
+
+    def manager(v: dict) -> dict:
+        return yaml.safe_load(v["managerConfig"]["controllerManagerConfigYaml"])
+
+    mine, platforms = manager(quick), manager(values)
+    assert mine["waitForPodsReady"]["timeout"] == "20s"
+    assert mine["waitForPodsReady"]["requeuingStrategy"] == {
+        "timestamp": "Eviction",
+        "backoffBaseSeconds": 10,
+    }
+    assert platforms["waitForPodsReady"]["timeout"] == "30m"  # the platform's, untouched
+    mine["waitForPodsReady"] = platforms["waitForPodsReady"]
+    assert mine == platforms
+    assert {k: v for k, v in quick.items() if k != "managerConfig"} == {
+        k: v for k, v in values.items() if k != "managerConfig"
+    }
