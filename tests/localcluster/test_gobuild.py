@@ -44,7 +44,7 @@ def test_names_callers_use_expand_each_target_once_and_an_unknown_one_is_refused
         "pulumi-yaml",
         "pulumi-kubernetes",
     ]
-    with pytest.raises(BuildError, match=r"no module nope \(have: autoscaler charts helm"):
+    with pytest.raises(BuildError, match=r"no module nope \(have: autoscaler charts go-consumer helm"):
         resolve(["nope"])
 
 
