@@ -163,9 +163,16 @@ def feature_gates(objects: list[dict[str, Any]]) -> str:
 def cluster_objects(objects: list[dict[str, Any]], webhook_port: int) -> list[dict[str, Any]]:
     """What the harness applies of the chart: the CRDs, the webhook Secret, the webhook configurations as
     rendered but for the port they name (``webhook_port``: the control planes of a run share 127.0.0.1,
-    the chart's 443 would be one for all), and the webhook Service made an ``ExternalName`` to 127.0.0.1
-    (no pod network here)."""
-    kept: list[dict[str, Any]] = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    the chart's 443 would be one for all; the CRDs' conversion webhooks too), and the webhook Service made
+    an ``ExternalName`` to 127.0.0.1 (no pod network here)."""
+    kept: list[dict[str, Any]] = []
+    for o in objects:
+        if o["kind"] == "CustomResourceDefinition":
+            o = copy.deepcopy(o)
+            webhook = (o["spec"].get("conversion") or {}).get("webhook")
+            if webhook:
+                webhook["clientConfig"]["service"]["port"] = webhook_port
+            kept.append(o)
     kept.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     kept.append(_one(objects, "Secret", f"{RELEASE}-webhook-server-cert"))
     service = copy.deepcopy(_one(objects, "Service", SERVICE))

@@ -216,7 +216,7 @@ class PlatformConfig(Section):
                 f".placement.key {contract.key!r} collides with the system group's label; choose another key"
             )
         self._karpenter_runs_here()
-        check_teams(self.teams, self.pools)
+        check_teams(self.teams, self.pools, {self.device_plugin.namespace: "devicePlugin.namespace"})
         return self
 
     def _karpenter_runs_here(self) -> None:

@@ -26,10 +26,29 @@ IMAGE = {"repository": "registry.k8s.io/kueue/kueue", "tag": f"v{VERSION}", "pul
 """The released, multi-arch controller image (the module's values.yaml names the staging one)."""
 
 
+REPLICAS = 2
+"""Two controllers (one leads, both serve the webhooks and the visibility API) and a disruption budget of
+one: the chart always registers the visibility APIServices, and while no pod serves them API discovery
+fails and namespace deletion stalls in every namespace (decision 0099)."""
+SPREAD = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}
+
+
 def helm_values(config: PlatformConfig) -> dict[str, Any]:
-    """The controller on the system nodes, configured by :func:`kueue_objects.manager_config`."""
+    """The controller on the system nodes, two of them on different nodes where they can be, configured by
+    :func:`kueue_objects.manager_config`."""
+    pods = {
+        "app.kubernetes.io/name": CHART,
+        "app.kubernetes.io/instance": CHART,
+        "control-plane": "controller-manager",
+    }
     return {
-        "controllerManager": {"manager": {"image": dict(IMAGE)}, "nodeSelector": dict(SYSTEM_LABELS)},
+        "controllerManager": {
+            "manager": {"image": dict(IMAGE)},
+            "nodeSelector": dict(SYSTEM_LABELS),
+            "replicas": REPLICAS,
+            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+            "topologySpreadConstraints": [{**SPREAD, "labelSelector": {"matchLabels": pods}}],
+        },
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(
                 kueue_objects.manager_config(config.teams), sort_keys=False
@@ -50,10 +69,6 @@ def kueue(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> li
     if not config.teams:
         return []
     namespace = k8s.core.v1.Namespace(name, metadata={"name": kueue_objects.NAMESPACE}, opts=opts)
-    teams = [
-        k8s.core.v1.Namespace(f"{name}-team-{team}", metadata={"name": settings.namespace}, opts=opts)
-        for team, settings in config.teams.items()
-    ]
     release = helm_release(
         name,
         CHART,
@@ -63,6 +78,13 @@ def kueue(name: str, config: PlatformConfig, opts: pulumi.ResourceOptions) -> li
         values=helm_values(config),
         opts=opts,
     )
+    # After the release, so a destroy deletes them (and the teams' Workloads, whose finalizers Kueue
+    # lifts) while Kueue still runs; otherwise they could stay Terminating.
+    on_kueue = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release]))
+    teams = [
+        k8s.core.v1.Namespace(f"{name}-team-{team}", metadata={"name": settings.namespace}, opts=on_kueue)
+        for team, settings in config.teams.items()
+    ]
     # The queue objects need the chart's CRDs and its webhooks serving; LocalQueues their namespace.
     after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[release, *teams]))
     queued = [

@@ -57,12 +57,15 @@ def resource_flavor(placement: Placement, pool: str) -> dict[str, Any]:
 
 
 def _quota(settings: Any) -> dict[str, Any]:
-    quota: dict[str, Any] = {"name": GPU_RESOURCE, "nominalQuota": settings.nominal_quota}
-    if settings.borrowing_limit is not None:
-        quota["borrowingLimit"] = settings.borrowing_limit
-    if settings.lending_limit is not None:
-        quota["lendingLimit"] = settings.lending_limit
-    return quota
+    """A flavor's GPU quota, its quantities written as the API server stores them: Kueue's defaulting
+    webhook re-marshals a ClusterQueue on create, so a JSON 2 is kept as "2", and pulumi-kubernetes
+    would show the number as a change on every preview after."""
+    limits = {
+        "nominalQuota": settings.nominal_quota,
+        "borrowingLimit": settings.borrowing_limit,
+        "lendingLimit": settings.lending_limit,
+    }
+    return {"name": GPU_RESOURCE, **{k: str(v) for k, v in limits.items() if v is not None}}
 
 
 def cluster_queue(team: str, config: TeamConfig) -> dict[str, Any]:

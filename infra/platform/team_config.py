@@ -86,8 +86,9 @@ def _reach_words(pool: Pool) -> str:
     )
 
 
-def check_teams(teams: Mapping[str, TeamConfig], pools: Sequence[Pool]) -> None:
-    """Refuse, naming the key: an unknown pool, quotas a pool can never give, a namespace twice."""
+def check_teams(teams: Mapping[str, TeamConfig], pools: Sequence[Pool], taken: Mapping[str, str]) -> None:
+    """Refuse, naming the key: an unknown pool, quotas a pool can never give, a namespace twice or one the
+    platform declares itself (``taken``: namespace -> the setting that names it)."""
     by_name = {pool.name: pool for pool in pools}
     owners: dict[str, str] = {}
     for team, config in teams.items():
@@ -95,6 +96,11 @@ def check_teams(teams: Mapping[str, TeamConfig], pools: Sequence[Pool]) -> None:
             raise ValueError(
                 f".teams.{team}.namespace {config.namespace!r} is teams.{owners[config.namespace]}'s too: "
                 "a namespace goes through one team's queue; give each team its own"
+            )
+        if config.namespace in taken:
+            raise ValueError(
+                f".teams.{team}.namespace {config.namespace!r} is {taken[config.namespace]}'s, which the "
+                "platform declares for itself: give the team a namespace of its own"
             )
         owners[config.namespace] = team
         for name, quota in config.quotas.items():

@@ -80,12 +80,18 @@ def cluster_queue_scoped(resources: Resources, placement: Placement) -> list[tup
         if not _kind(t, "ClusterQueue"):
             continue
         spec = p.get("spec") if isinstance(p.get("spec"), Mapping) else {}
-        if spec.get("namespaceSelector") is None:
+        selector = spec.get("namespaceSelector")
+        if not selector:
             found.append(
                 (
                     resource_key(t, n),
-                    "has no spec.namespaceSelector, so it admits no namespace's Jobs (Kueue: nil selects nothing); "
-                    "select the team's namespace, e.g. {matchLabels: {kubernetes.io/metadata.name: <namespace>}}",
+                    (
+                        "has no spec.namespaceSelector, so it admits no namespace's Jobs (Kueue: nil selects nothing)"
+                        if selector is None
+                        else "has spec.namespaceSelector {}, which selects every namespace: any Job there draws on "
+                        "this team's quota"
+                    )
+                    + "; select the team's namespace, e.g. {matchLabels: {kubernetes.io/metadata.name: <namespace>}}",
                 )
             )
         named = [

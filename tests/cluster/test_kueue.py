@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,8 +24,11 @@ from kubernetes.client.rest import ApiException
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL
 from localcluster import cluster as local
 from localcluster import kueue_world as world
+from localcluster.karpenter import platform_run
 from localcluster.kube import Kube
 from localcluster.kueue import API, Kueue, running, wait
+from localcluster.pulumi_cli import Stack
+from tests.cluster.test_pulumi_consumers import STACKS, Consumer, _runs_where_a_user_would, fresh_stack
 
 ADMIT_SECONDS = 60  # an upper bound on a busy 2-core machine; admission itself takes well under a second
 HOLD_SECONDS = 8  # how long a verdict "still waiting" must hold: several of Kueue's scheduling cycles
@@ -368,3 +372,59 @@ def test_quota_a_pool_cannot_fill_is_given_back_and_requeued_through_wait_for_po
                     and not suspended(kube, manifest)
                     and bound_pods(kube, manifest)
                 )
+
+
+def _as_declared(live: Any, declared: Any) -> Any:
+    """``live`` cut to the shape of ``declared``, as pulumi-kubernetes prunes the live object before its
+    diff (keys it declared, the first items of each list it declared)."""
+    if isinstance(declared, dict) and isinstance(live, dict):
+        return {k: _as_declared(live[k], v) for k, v in declared.items() if k in live}
+    if isinstance(declared, list) and isinstance(live, list):
+        return [_as_declared(item, want) for item, want in zip(live, declared, strict=False)]
+    return live
+
+
+def test_the_platforms_kueue_objects_are_stored_as_declared_so_a_preview_shows_no_change(
+    kube: Kube, controller: Kueue
+) -> None:
+    """Through Kueue's real defaulting and validating webhooks, each flavor, class and queue the dev stack
+    declares is stored with exactly the values it was given: nothing a second preview would show."""
+    settings, run = platform_run({})
+    with declared(kube, controller, settings, run):
+        for manifest in world.objects(run):
+            meta = manifest["metadata"]
+            live = kube.resource(manifest).get(name=meta["name"], namespace=meta.get("namespace")).to_dict()
+            assert _as_declared(live, manifest) == manifest, manifest["kind"]
+
+
+TEAM_STACKS = {
+    # The Python example (GpuJob from the package's Python API) and the YAML one (through the eks-gpu
+    # package the CLI runs), each submitting to its team's LocalQueue on the dev platform.
+    "python": Consumer(STACKS / "team-job", "training", "finetune"),
+    "yaml": Consumer(STACKS / "team-job-yaml", "training", "sweep"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(TEAM_STACKS))
+def test_a_teams_stack_is_admitted_runs_on_its_pool_and_kueues_changes_are_no_diff(
+    kube: Kube, controller: Kueue, platform: Stack, language: str, tmp_path: Path
+) -> None:
+    """``pulumi up`` of a team's stack: Kueue admits its queued GpuJob, the pods run on the pool, the
+    Job completes; then Kueue's labels, annotations and unsuspend are no change to a second preview."""
+    consumer = TEAM_STACKS[language]
+    settings, run = platform_run({})  # the dev stack's teams: those of the placement the stand-in exports
+    with declared(kube, controller, settings, run):
+        stack = fresh_stack(kube, _runs_where_a_user_would(consumer, tmp_path))
+        try:
+            stack.up()  # pulumi-kubernetes waits while the Job is queued, then until it is Complete
+            outputs = stack.outputs()
+            manifest = {"apiVersion": "batch/v1", "kind": "Job"}
+            manifest["metadata"] = {"name": outputs["job"], "namespace": outputs["namespace"]}
+            admitted = condition(workload(kube, manifest), "Admitted")
+            assert admitted is not None and admitted["status"] == "True", controller.log_tail(20)
+            pods = kube.pods(outputs["namespace"], f"app.kubernetes.io/name={consumer.app}")
+            assert pods and {p.status.phase for p in pods} == {"Succeeded"}
+            assert {pool_of(kube, p.spec.node_name) for p in pods} == {consumer.pool}
+            stack.preview("--expect-no-changes")
+        finally:
+            stack.destroy()

@@ -79,11 +79,27 @@ def test_the_webhook_configurations_and_crds_are_applied_as_rendered_the_service
 
 
 def _with_port(manifest: dict, port: int) -> dict:
-    """``manifest`` as the harness applies it: its webhooks (if any) name ``port``; nothing else changed."""
+    """``manifest`` as the harness applies it: its webhooks and conversion webhook (if any) name ``port``;
+    nothing else changed."""
     result = json.loads(json.dumps(manifest))
-    for hook in result.get("webhooks", []):
-        hook["clientConfig"]["service"]["port"] = port
+    hooks = [
+        *result.get("webhooks", []),
+        *[(result.get("spec", {}).get("conversion") or {}).get("webhook") or {}],
+    ]
+    for hook in hooks:
+        if hook:
+            hook["clientConfig"]["service"]["port"] = port
     return result
+
+
+def test_the_crds_conversion_webhooks_dial_the_harness_port_not_443(chart) -> None:
+    converted = {
+        o["metadata"]["name"]: o["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
+        for o in kueue.cluster_objects(chart, 8443)
+        if o["kind"] == "CustomResourceDefinition" and o["spec"].get("conversion", {}).get("webhook")
+    }
+    assert "workloads.kueue.x-k8s.io" in converted and "clusterqueues.kueue.x-k8s.io" in converted
+    assert {s["port"] for s in converted.values()} == {8443}
 
 
 def test_only_job_pods_carrying_the_hold_annotation_wait_to_complete(tmp_path, monkeypatch) -> None:

@@ -78,6 +78,17 @@ def test_queues_wait_for_the_release_and_their_namespace(dev: Run) -> None:
     assert {release.urn, speech.urn} <= set(local.dependencies)
 
 
+def test_a_destroy_deletes_the_teams_namespaces_before_kueue(dev: Run) -> None:
+    # Their Workloads carry Kueue's finalizer: with the controller gone first they would stay Terminating.
+    release = dev.one(RELEASE, "kueue")
+    teams = [
+        r
+        for r in dev.of_type("kubernetes:core/v1:Namespace")
+        if r.inputs["metadata"]["name"] in ("vision", "speech")
+    ]
+    assert len(teams) == 2 and all(release.urn in r.dependencies for r in teams)
+
+
 def test_the_export_lists_the_teams_queues(dev: Run) -> None:
     queues = dev.stack_outputs["placement"]["queues"]
     assert queues["vision"] == {

@@ -134,11 +134,11 @@ def test_each_team_has_a_cluster_queue_in_one_cohort_scoped_to_its_namespace(dev
             # Slices on the time-sliced pool: 2 of its 8.
             {
                 "name": "inference",
-                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 2, "lendingLimit": 1}],
+                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "2", "lendingLimit": "1"}],
             },
             {
                 "name": "training",
-                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 2, "borrowingLimit": 2}],
+                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "2", "borrowingLimit": "2"}],
             },
         ],
     }
@@ -193,6 +193,23 @@ def test_the_pinned_charts_job_webhook_acts_only_in_the_teams_namespaces(rendere
     (manager,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "manager"]
     assert manager["image"] == "registry.k8s.io/kueue/kueue:v0.17.0"
     assert deployment["spec"]["template"]["spec"]["nodeSelector"] == {"node-role": "system"}
+
+
+def test_the_controller_survives_a_node_drain_so_api_discovery_never_loses_kueues_apiservices(
+    rendered,
+) -> None:
+    """The chart always registers the visibility APIServices; with no Kueue pod serving them, discovery
+    fails and namespace deletion stalls in every namespace. Two replicas, spread, and a budget of one."""
+    assert {o["metadata"]["name"] for o in rendered if o["kind"] == "APIService"} >= {
+        "v1beta2.visibility.kueue.x-k8s.io"
+    }
+    deployment = next(o for o in rendered if o["kind"] == "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    (spread,) = deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "kubernetes.io/hostname"
+    assert spread["labelSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    (budget,) = [o for o in rendered if o["kind"] == "PodDisruptionBudget"]
+    assert budget["spec"] == {"minAvailable": 1, "selector": deployment["spec"]["selector"]}
 
 
 def test_every_object_is_valid_for_the_pinned_crds(dev) -> None:

@@ -137,6 +137,14 @@ def test_a_namespace_shared_by_two_teams_is_refused() -> None:
     assert _refusal(teams).startswith("teams.b.namespace 'ml' is teams.a's too")
 
 
+def test_the_device_plugins_namespace_is_refused_as_a_teams() -> None:
+    # Both would declare the Namespace: the second create fails with "already exists" mid-update.
+    teams = {"a": {"namespace": "nvidia-device-plugin", "quotas": {"training": {"nominalQuota": 1}}}}
+    assert _refusal(teams).startswith(
+        "teams.a.namespace 'nvidia-device-plugin' is devicePlugin.namespace's, which the platform declares"
+    )
+
+
 @pytest.mark.parametrize("namespace", ["kube-system", "default", "kueue-system", "Vision"])
 def test_a_reserved_or_malformed_namespace_is_refused(namespace) -> None:
     message = _refusal({"a": {"namespace": namespace, "quotas": {"training": {"nominalQuota": 1}}}})

@@ -59,6 +59,12 @@ def test_a_cluster_queue_without_namespace_selector_is_refused(dev) -> None:
     assert message.startswith("has no spec.namespaceSelector, so it admits no namespace's Jobs")
 
 
+def test_a_cluster_queue_selecting_every_namespace_is_refused(dev) -> None:
+    everything = _edited(dev, "ClusterQueue", "vision", lambda p: p["spec"].update(namespaceSelector={}))
+    (message,) = _found(everything, "cluster-queue-scoped")
+    assert message.startswith("has spec.namespaceSelector {}, which selects every namespace")
+
+
 def test_a_cluster_queue_naming_an_undeclared_flavor_is_refused(dev) -> None:
     def rename(p):
         p["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "gpu-big"
