@@ -450,15 +450,9 @@ def table(found: Sequence[Landing]) -> list[str]:
         return []
     groups = list(found[0].where)
     rows = [["agent (DaemonSet)", "meant for", *groups, "verdict"]]
-    for landing in found:
+    for x in found:
         verdict = (
-            "VIOLATION"
-            if landing.problems
-            else "unknown"
-            if landing.agent.pod is None
-            else "check"
-            if landing.advice
-            else "ok"
+            "VIOLATION" if x.problems else "unknown" if x.agent.pod is None else "check" if x.advice else "ok"
         )
-        rows.append([landing.agent.name, landing.agent.intent, *(landing.where[g] for g in groups), verdict])
+        rows.append([x.agent.name, x.agent.intent, *(x.where[g] for g in groups), verdict])
     return aligned(rows)
