@@ -179,16 +179,8 @@ def _job_metadata(owner: str, args: GpuJobArgs, timeout_check: component.Check) 
 
 
 def _check_job_annotations(args: GpuJobArgs, metadata: Mapping[str, Any]) -> None:
-    """The user's own ``replaceUnready``, ``skipAwait`` and ``waitFor`` annotations, beside what the settings need.
-
-    ``replaceUnready`` written by hand is refused for ``replace_unready``, which also makes the
-    waits long enough that pulumi-kubernetes never replaces a running Job. ``skipAwait`` and
-    ``waitFor`` each make ``pulumi up`` return while the Job may still run (``waitFor`` replaces the
-    wait for completion, ``skipAwait`` drops it): beside ``replace_unready`` the next ``pulumi
-    up`` would replace the running Job, so both are refused there. A ``skipAwait`` of the
-    user's gets the fixed-name rule that ``wait_for_completion=False`` has; ``waitFor`` beside
-    ``wait_for_completion=False`` would be ignored by pulumi-kubernetes, so it is refused.
-    """
+    """The user's own ``replaceUnready``, ``skipAwait`` and ``waitFor`` annotations, beside what the settings
+    need: which are refused where, and why, docs/components.md "Jobs: GpuJob"."""
     if not args.wait_for_completion:
         _refuse_fixed_name(metadata)
     annotations = metadata.get("annotations")
@@ -224,12 +216,8 @@ def _check_job_annotations(args: GpuJobArgs, metadata: Mapping[str, Any]) -> Non
 
 
 def _refuse_fixed_name(metadata: Mapping[str, Any]) -> None:
-    """Refuse ``metadata.name`` beside ``pulumi.com/skipAwait: "true"``, whoever set it.
-
-    With ``pulumi.com/skipAwait`` pulumi-kubernetes does not wait for a delete either: a
-    replacement under the same name would be created while the old Job is still being
-    deleted and fail with ``AlreadyExists``. An auto-named Job gets a new name.
-    """
+    """Refuse ``metadata.name`` beside ``pulumi.com/skipAwait: "true"``, whoever set it: a replacement under
+    the same name would fail with ``AlreadyExists`` (docs/components.md, "Long waits")."""
     if metadata.get("name") is not None:
         raise PodSpecError(
             "wait_for_completion=False (pulumi.com/skipAwait: 'true') with a fixed metadata.name cannot be "
