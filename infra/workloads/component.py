@@ -288,11 +288,8 @@ def child_metadata(metadata: Any) -> Any:
 
 
 def name_and_namespace(child: Any, resource_name: str) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
-    """The child's ``metadata.name`` and namespace, the components' outputs.
-
-    Mocks that echo inputs return no auto-name and no default namespace: the resource
-    name and ``default`` stand in there (a real engine always returns both).
-    """
+    """The child's ``metadata.name`` and namespace, the components' outputs; under mocks that echo inputs
+    (no auto-name, no default namespace) the resource name and ``default`` (docs/components.md)."""
     return (
         child.metadata.apply(lambda m: (m or {}).get("name") or resource_name),
         child.metadata.apply(lambda m: (m or {}).get("namespace") or "default"),
@@ -313,13 +310,8 @@ def checked_metadata(
     owner: str, metadata: Any, checks: list[Check], annotate: tuple[str, str] | None = None
 ) -> Any:
     """``metadata`` with every check passed; with ``annotate=(key, setting)``, plus the annotation
-    ``key: "true"`` that ``setting`` means (one of the user's that disagrees is refused).
-
-    Checked now on what is known, before anything is declared; and where any part is an Output,
-    again inside ``apply`` once it resolves, with the same messages: at ``pulumi up`` at the latest,
-    before the child is registered. During a preview an Output not known yet is not checked
-    (docs/components.md, "Refusals and Outputs").
-    """
+    ``key: "true"`` that ``setting`` means (one of the user's that disagrees is refused). Checked now,
+    and again once Outputs resolve (docs/components.md, "Refusals and Outputs")."""
 
     def merge(meta: Any) -> Any:
         with refusals(owner):
