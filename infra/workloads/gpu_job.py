@@ -1,9 +1,7 @@
 """``GpuJob``: a Kubernetes Job (training, batch inference) whose pods land on GPU nodes and only there.
 
-The same contract, refusals and security profiles as ``GpuDeployment``, over
-:mod:`infra.workloads.job`. Pulumi waits for a Job to *complete*; the default
-timeout covers a scale-up from zero, a large image pull and half an hour of
-running (see :mod:`infra.workloads.component`).
+``GpuDeployment``'s guarantees over :mod:`infra.workloads.job`; Pulumi waits for a Job to *complete*
+(docs/components.md, "Jobs: GpuJob" and "Long waits").
 """
 
 from __future__ import annotations
@@ -45,12 +43,12 @@ REPLACE_ON_CHANGES = (
 """Job fields the API refuses to patch (``ValidateJobSpecUpdate``) that pulumi-kubernetes would patch in place:
 changing one replaces the Job instead of leaving ``pulumi up`` stuck on the API's refusal."""
 QUEUE_WAIT_MINUTES = 180
+"""What a queued Job's wait adds to JOB_TIMEOUT for its time in the queue: pulumi-kubernetes waits for
+Complete only, a suspended (queued or preempted) Job just keeps it waiting (decision 0099)."""
 PARALLELISM = "spec.parallelism"
 """Kueue's to set with partial admission: it writes the admitted pod count there (kueue v0.17.0
 ``pkg/controller/jobs/job/job_controller.go``), and pulumi-kubernetes replaces a Job whose
 parallelism differs (``pkg/provider/diff.go``), so the next refresh would delete and rerun it."""
-"""What a queued Job's wait adds to JOB_TIMEOUT for its time in the queue: pulumi-kubernetes waits for
-Complete only, a suspended (queued or preempted) Job just keeps it waiting (decision 0099)."""
 QUEUED_JOB_TIMEOUT = f"{int(component.JOB_TIMEOUT.removesuffix('m')) + QUEUE_WAIT_MINUTES}m"
 
 
