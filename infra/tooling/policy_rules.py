@@ -43,6 +43,7 @@ from infra.workloads.placement import (
     Placement,
     PlacementError,
 )
+from infra.workloads.pools import required_terms
 from infra.workloads.scheduling import Node, fits, gpu_limit, match_expression, tolerates, whole_gpus
 
 STACK = "pulumi:pulumi:Stack"
@@ -73,10 +74,7 @@ def _selects(pod: Mapping[str, Any], placement: Placement) -> bool:
     """Does the pod refuse every node without the contract's label?"""
     if (pod.get("nodeSelector") or {}).get(placement.key) == placement.value:
         return True
-    required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    terms = (required or {}).get("nodeSelectorTerms") or []
+    terms = required_terms(pod) or []
     return bool(terms) and all(
         any(
             e.get("key") == placement.key
