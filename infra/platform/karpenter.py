@@ -17,6 +17,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+from pydantic.alias_generators import to_camel
 
 from infra.platform import iam, nodepool
 from infra.platform.addons import custom_resource, helm_release
@@ -162,11 +163,7 @@ def pool_manifests(
 ) -> list[dict[str, Any]]:
     """A Karpenter pool's objects: its EC2NodeClass, NodePool and (time-sliced) NodeOverlay."""
     settings, karpenter = pool.settings, pool.settings.karpenter_settings
-    metadata = {
-        "httpEndpoint": METADATA_OPTIONS["http_endpoint"],
-        "httpTokens": METADATA_OPTIONS["http_tokens"],
-        "httpPutResponseHopLimit": METADATA_OPTIONS["http_put_response_hop_limit"],
-    }
+    metadata = {to_camel(key): value for key, value in METADATA_OPTIONS.items()}  # the node groups' IMDS
     ebs = {
         "volumeType": ROOT_VOLUME["volume_type"],
         "encrypted": ROOT_VOLUME["encrypted"] == "true",

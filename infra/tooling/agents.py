@@ -16,6 +16,7 @@ from infra.tooling import chart_models, node_group_props, pod_props
 from infra.tooling.manifests import HELM_RELEASE_TYPE as HELM_RELEASE
 from infra.tooling.resource_keys import resource_key
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
+from infra.workloads.pools import required_terms
 from infra.workloads.quantity import whole_count
 from infra.workloads.scheduling import Node, fits, gpu_limit, tolerates
 
@@ -268,10 +269,7 @@ def _selects_gpu_nodes(pod: Mapping[str, Any], placement: Placement) -> bool:
         return True
     if is_gpu_instance_type(selector.get(INSTANCE_TYPE_LABEL, "")):
         return True
-    required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    for term in required.get("nodeSelectorTerms") or []:
+    for term in required_terms(pod) or []:
         for e in term.get("matchExpressions") or []:
             types = e.get("key") == INSTANCE_TYPE_LABEL and all(
                 map(is_gpu_instance_type, e.get("values") or [""])
@@ -450,15 +448,9 @@ def table(found: Sequence[Landing]) -> list[str]:
         return []
     groups = list(found[0].where)
     rows = [["agent (DaemonSet)", "meant for", *groups, "verdict"]]
-    for landing in found:
+    for x in found:
         verdict = (
-            "VIOLATION"
-            if landing.problems
-            else "unknown"
-            if landing.agent.pod is None
-            else "check"
-            if landing.advice
-            else "ok"
+            "VIOLATION" if x.problems else "unknown" if x.agent.pod is None else "check" if x.advice else "ok"
         )
-        rows.append([landing.agent.name, landing.agent.intent, *(landing.where[g] for g in groups), verdict])
+        rows.append([x.agent.name, x.agent.intent, *(x.where[g] for g in groups), verdict])
     return aligned(rows)

@@ -102,12 +102,11 @@ def validate_manifest(manifest: Mapping[str, Any], kubernetes_version: str) -> N
     """Raise :class:`ManifestError` naming the object, the field path and the schema's complaint."""
     import jsonschema
 
-    if str(manifest.get("apiVersion", "")).split("/")[0] in CRD_GROUPS:
-        _validate_custom(manifest, f"{manifest.get('kind')}/{(manifest.get('metadata') or {}).get('name')}")
-        return
-
-    library = _kubernetes_validate()
     ref = f"{manifest.get('kind')}/{(manifest.get('metadata') or {}).get('name')}"
+    if str(manifest.get("apiVersion", "")).split("/")[0] in CRD_GROUPS:
+        _validate_custom(manifest, ref)
+        return
+    library = _kubernetes_validate()
     try:
         library.validate(dict(manifest), kubernetes_version, strict=True)
     except jsonschema.ValidationError as error:  # kubernetes_validate.ValidationError is one too

@@ -43,6 +43,7 @@ from infra.workloads.placement import (
     Placement,
     PlacementError,
 )
+from infra.workloads.pools import required_terms
 from infra.workloads.scheduling import Node, fits, gpu_limit, match_expression, tolerates, whole_gpus
 
 STACK = "pulumi:pulumi:Stack"
@@ -73,10 +74,7 @@ def _selects(pod: Mapping[str, Any], placement: Placement) -> bool:
     """Does the pod refuse every node without the contract's label?"""
     if (pod.get("nodeSelector") or {}).get(placement.key) == placement.value:
         return True
-    required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    terms = (required or {}).get("nodeSelectorTerms") or []
+    terms = required_terms(pod) or []
     return bool(terms) and all(
         any(
             e.get("key") == placement.key
@@ -434,13 +432,8 @@ def _paired(items: Any, labels: Mapping[str, Any], effect: str) -> list[Placemen
 
 def declared_contracts(resources: Resources, links: Links | None = None) -> tuple[Placement, ...]:
     """The placement contract(s) the stack declares: its ``placement`` output, else the taint and label
-    its GPU node groups carry, else the pair its GPU components' pods tolerate and select, else ``GPU=true``.
-
-    Properties are plain data here (unknowns as None). Every contract of the first level
-    that shows one is returned; a resource following one of them follows the stack's.
-    ``GpuDeployment``/``GpuJob`` register no inputs the engine could show, but
-    ``place_pod_spec`` gives their pods exactly that toleration and selector.
-    """
+    its GPU node groups carry, else the pair its GPU components' pods tolerate and select, else ``GPU=true``;
+    every contract of the first level that shows one (properties as plain data; decision 0034)."""
     links = links or Links()
     effective = _effective(resources, node_group_overrides(resources, links))
     exported = [
@@ -502,11 +495,8 @@ def violations(
     spec: RuleSpec, resources: Resources, view: StackView, skip: tuple[type[Exception], ...] = ()
 ) -> list[tuple[str, str]]:
     """A rule judged by the stack's contract, node groups as EKS will see them: (resource key, message).
-
-    A per-resource rule runs over every resource; ``skip``: errors that leave a resource
-    unjudged (the pack passes pulumi_policy's UnknownValueError: a field not known during
-    preview is no violation yet).
-    """
+    A per-resource rule runs over every resource; ``skip``: errors that leave a resource unjudged (the
+    pack's UnknownValueError, decision 0034)."""
     effective = _effective(resources, view.overrides)
     if spec.stack:
         return _under_any(view.contracts, lambda c: spec.rule(effective, c))  # type: ignore[call-arg]

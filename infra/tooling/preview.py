@@ -268,10 +268,7 @@ def write_outputs(run: Run, out: Path, kubernetes_version: str) -> int:
             try:
                 validate_manifest(manifest, kubernetes_version)
             except GoModuleUnavailable as error:  # a custom resource's CRD comes from a pinned Go module
-                print(
-                    f"warning: {manifest['kind']}/{r.name} not checked against its CRD: {error}",
-                    file=sys.stderr,
-                )
+                _say(f"warning: {manifest['kind']}/{r.name} not checked against its CRD: {error}")
             kind, metadata = manifest["kind"], manifest["metadata"]
             namespace = metadata.get("namespace", "cluster" if kind == "Namespace" else "default")
             files[f"{kind.lower()}-{namespace}-{metadata['name']}.yaml"] = manifest
@@ -280,11 +277,8 @@ def write_outputs(run: Run, out: Path, kubernetes_version: str) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for filename, content in files.items():
         (out / filename).write_text(yaml.safe_dump(content, sort_keys=False))
-    resources = [_shown(r) for r in run.resources]
-    outputs = _secrets(run.stack_outputs)
-    (out / "resources.json").write_text(
-        json.dumps({"resources": resources, "outputs": outputs}, indent=2, sort_keys=True)
-    )
+    shown = {"resources": [_shown(r) for r in run.resources], "outputs": _secrets(run.stack_outputs)}
+    (out / "resources.json").write_text(json.dumps(shown, indent=2, sort_keys=True))
     return len(files) + 1
 
 

@@ -90,21 +90,16 @@ def check_duration(value: object, setting: str) -> str | None:
 
 
 TIMEOUT_SECONDS = "pulumi.com/timeoutSeconds"
-"""pulumi-kubernetes' annotation: how long to wait, in whole seconds, on create, update and delete alike.
-
-A ``customTimeouts`` value wins over it (``metadata/overrides.go`` ``TimeoutDuration``), and the
-components always set create and update: so they read it as one of the user's timeouts instead.
-"""
+"""pulumi-kubernetes' annotation: how long to wait, in whole seconds, on create, update and delete alike; the
+components read it as one of the user's timeouts (docs/components.md, "Long waits")."""
 _TIMEOUT_ANNOTATION = f"metadata.annotations[{TIMEOUT_SECONDS!r}]"
 
 
 def annotation_timeout(metadata: Any) -> str | None:
     """The ``pulumi.com/timeoutSeconds`` annotation as a duration (``"600"`` -> ``"600s"``); None if absent.
 
-    Read as pulumi-kubernetes reads it (Go's ``strconv.Atoi``: digits, an optional leading ``+``).
-    Refused: a value that is not a whole number of seconds above 0 (pulumi-kubernetes would
-    silently wait its default 10 minutes instead), and one that is an Output, since the waits
-    are set when the program runs.
+    Read as pulumi-kubernetes reads it (Go's ``strconv.Atoi``: digits, an optional leading ``+``); what
+    is refused, and why: docs/components.md, "Long waits".
     """
     wire = wire_metadata(metadata)
     annotations = wire.get("annotations") if isinstance(wire, Mapping) else UNKNOWN
@@ -136,12 +131,8 @@ class UserTimeouts:
 
 def user_timeouts(args: Any, opts: pulumi.ResourceOptions | None) -> UserTimeouts:
     """The timeouts the user asked for: ``create_timeout``/... args, ``opts.custom_timeouts`` and the
-    ``pulumi.com/timeoutSeconds`` annotation in ``args.metadata`` (all three operations).
-
-    The args exist because the SDK's component server drops ``customTimeouts`` from other
-    languages (the package's server reads them again: ``provider/construct_options.py``). One timeout given two ways with
-    different values is refused rather than one silently winning.
-    """
+    ``pulumi.com/timeoutSeconds`` annotation in ``args.metadata``; one given two ways must agree
+    (docs/components.md, "Long waits")."""
     given = opts.custom_timeouts if opts else None
     annotated = annotation_timeout(getattr(args, "metadata", None))
     values: dict[str, str | None] = {}
@@ -175,10 +166,8 @@ def _sources(
 
 def late_timeout_check(honoured: str | None) -> Callable[[Mapping[str, Any]], None]:
     """A metadata check for once Outputs resolve: a ``pulumi.com/timeoutSeconds`` not seen when the program
-    ran (the annotations were an Output) cannot be honoured any more, so it is refused. Through Construct
-    this is the usual case, not a corner: the SDK wraps a whole input in one Output when any part of it
-    depends on a resource (pulumi ``provider/server.py`` ``_select_value``), so the message names the
-    timeout inputs, which are plain in the schema."""
+    ran cannot be honoured any more, so it is refused, naming the timeout inputs (docs/components.md,
+    "Long waits": through Construct the usual case)."""
 
     def check(metadata: Mapping[str, Any]) -> None:
         late = annotation_timeout(metadata)
@@ -299,11 +288,8 @@ def child_metadata(metadata: Any) -> Any:
 
 
 def name_and_namespace(child: Any, resource_name: str) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
-    """The child's ``metadata.name`` and namespace, the components' outputs.
-
-    Mocks that echo inputs return no auto-name and no default namespace: the resource
-    name and ``default`` stand in there (a real engine always returns both).
-    """
+    """The child's ``metadata.name`` and namespace, the components' outputs; under mocks that echo inputs
+    (no auto-name, no default namespace) the resource name and ``default`` (docs/components.md)."""
     return (
         child.metadata.apply(lambda m: (m or {}).get("name") or resource_name),
         child.metadata.apply(lambda m: (m or {}).get("namespace") or "default"),
@@ -324,13 +310,8 @@ def checked_metadata(
     owner: str, metadata: Any, checks: list[Check], annotate: tuple[str, str] | None = None
 ) -> Any:
     """``metadata`` with every check passed; with ``annotate=(key, setting)``, plus the annotation
-    ``key: "true"`` that ``setting`` means (one of the user's that disagrees is refused).
-
-    Checked now on what is known, before anything is declared; and where any part is an Output,
-    again inside ``apply`` once it resolves, with the same messages: at ``pulumi up`` at the latest,
-    before the child is registered. During a preview an Output not known yet is not checked
-    (docs/components.md, "Refusals and Outputs").
-    """
+    ``key: "true"`` that ``setting`` means (one of the user's that disagrees is refused). Checked now,
+    and again once Outputs resolve (docs/components.md, "Refusals and Outputs")."""
 
     def merge(meta: Any) -> Any:
         with refusals(owner):

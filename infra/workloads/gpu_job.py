@@ -1,9 +1,7 @@
 """``GpuJob``: a Kubernetes Job (training, batch inference) whose pods land on GPU nodes and only there.
 
-The same contract, refusals and security profiles as ``GpuDeployment``, over
-:mod:`infra.workloads.job`. Pulumi waits for a Job to *complete*; the default
-timeout covers a scale-up from zero, a large image pull and half an hour of
-running (see :mod:`infra.workloads.component`).
+``GpuDeployment``'s guarantees over :mod:`infra.workloads.job`; Pulumi waits for a Job to *complete*
+(docs/components.md, "Jobs: GpuJob" and "Long waits").
 """
 
 from __future__ import annotations
@@ -44,13 +42,13 @@ REPLACE_ON_CHANGES = (
 )
 """Job fields the API refuses to patch (``ValidateJobSpecUpdate``) that pulumi-kubernetes would patch in place:
 changing one replaces the Job instead of leaving ``pulumi up`` stuck on the API's refusal."""
+QUEUE_WAIT_MINUTES = 180
+"""What a queued Job's wait adds to JOB_TIMEOUT for its time in the queue: pulumi-kubernetes waits for
+Complete only, a suspended (queued or preempted) Job just keeps it waiting (decision 0099)."""
 PARALLELISM = "spec.parallelism"
 """Kueue's to set with partial admission: it writes the admitted pod count there (kueue v0.17.0
 ``pkg/controller/jobs/job/job_controller.go``), and pulumi-kubernetes replaces a Job whose
 parallelism differs (``pkg/provider/diff.go``), so the next refresh would delete and rerun it."""
-QUEUE_WAIT_MINUTES = 180
-"""What a queued Job's wait adds to JOB_TIMEOUT for its time in the queue: pulumi-kubernetes waits for
-Complete only, a suspended (queued or preempted) Job just keeps it waiting (decision 0099)."""
 QUEUED_JOB_TIMEOUT = f"{int(component.JOB_TIMEOUT.removesuffix('m')) + QUEUE_WAIT_MINUTES}m"
 
 
@@ -179,16 +177,8 @@ def _job_metadata(owner: str, args: GpuJobArgs, timeout_check: component.Check) 
 
 
 def _check_job_annotations(args: GpuJobArgs, metadata: Mapping[str, Any]) -> None:
-    """The user's own ``replaceUnready``, ``skipAwait`` and ``waitFor`` annotations, beside what the settings need.
-
-    ``replaceUnready`` written by hand is refused for ``replace_unready``, which also makes the
-    waits long enough that pulumi-kubernetes never replaces a running Job. ``skipAwait`` and
-    ``waitFor`` each make ``pulumi up`` return while the Job may still run (``waitFor`` replaces the
-    wait for completion, ``skipAwait`` drops it): beside ``replace_unready`` the next ``pulumi
-    up`` would replace the running Job, so both are refused there. A ``skipAwait`` of the
-    user's gets the fixed-name rule that ``wait_for_completion=False`` has; ``waitFor`` beside
-    ``wait_for_completion=False`` would be ignored by pulumi-kubernetes, so it is refused.
-    """
+    """The user's own ``replaceUnready``, ``skipAwait`` and ``waitFor`` annotations, beside what the settings
+    need: which are refused where, and why, docs/components.md "Jobs: GpuJob"."""
     if not args.wait_for_completion:
         _refuse_fixed_name(metadata)
     annotations = metadata.get("annotations")
@@ -224,12 +214,8 @@ def _check_job_annotations(args: GpuJobArgs, metadata: Mapping[str, Any]) -> Non
 
 
 def _refuse_fixed_name(metadata: Mapping[str, Any]) -> None:
-    """Refuse ``metadata.name`` beside ``pulumi.com/skipAwait: "true"``, whoever set it.
-
-    With ``pulumi.com/skipAwait`` pulumi-kubernetes does not wait for a delete either: a
-    replacement under the same name would be created while the old Job is still being
-    deleted and fail with ``AlreadyExists``. An auto-named Job gets a new name.
-    """
+    """Refuse ``metadata.name`` beside ``pulumi.com/skipAwait: "true"``, whoever set it: a replacement under
+    the same name would fail with ``AlreadyExists`` (docs/components.md, "Long waits")."""
     if metadata.get("name") is not None:
         raise PodSpecError(
             "wait_for_completion=False (pulumi.com/skipAwait: 'true') with a fixed metadata.name cannot be "

@@ -84,12 +84,8 @@ class Reference:
         return self.digest or self.tag or "latest"
 
     def __str__(self) -> str:
-        text = f"{self.registry}/{self.repository}"
-        if self.tag:
-            text += f":{self.tag}"
-        if self.digest:
-            text += f"@{self.digest}"
-        return text
+        tag, digest = f":{self.tag}" if self.tag else "", f"@{self.digest}" if self.digest else ""
+        return f"{self.registry}/{self.repository}{tag}{digest}"
 
 
 def parse_reference(image: str) -> Reference:
@@ -289,12 +285,10 @@ class RegistryClient:
         blob = _json(self.blob(ref, config_digest, stop), f"config of {ref}")
         return format_platform(blob)
 
-    def manifest(self, ref: Reference, stop: float | None = None) -> tuple[str, bytes, str]:
+    def manifest(self, ref: Reference, stop: float) -> tuple[str, bytes, str]:
         """GET the manifest with every media type accepted; return (media type, body, digest)."""
         path = f"/v2/{ref.repository}/manifests/{ref.reference}"
-        status, headers, body = self._get(
-            ref, path, {"Accept": ACCEPT}, "manifest", MAX_MANIFEST_BYTES, stop or self._stop()
-        )
+        status, headers, body = self._get(ref, path, {"Accept": ACCEPT}, "manifest", MAX_MANIFEST_BYTES, stop)
         if status == 404:
             raise RegistryError("not-found", f"{ref} not found in its registry (HTTP 404)")
         if status != 200:
@@ -312,10 +306,10 @@ class RegistryClient:
             media_type = _json(body, f"manifest of {ref}").get("mediaType") or media_type
         return media_type, body, digest
 
-    def blob(self, ref: Reference, digest: str, stop: float | None = None) -> bytes:
+    def blob(self, ref: Reference, digest: str, stop: float) -> bytes:
         """GET a blob of ``ref``'s repository, checked against ``digest``."""
         path = f"/v2/{ref.repository}/blobs/{digest}"
-        status, _, body = self._get(ref, path, {}, "blob", MAX_BLOB_BYTES, stop or self._stop())
+        status, _, body = self._get(ref, path, {}, "blob", MAX_BLOB_BYTES, stop)
         if status == 404:
             raise RegistryError("not-found", f"{ref}: config blob {digest} not found (HTTP 404)")
         if status != 200:
@@ -325,9 +319,6 @@ class RegistryClient:
         return body
 
     # -- HTTP and auth --------------------------------------------------------------------------
-
-    def _stop(self) -> float:
-        return time.monotonic() + self.deadline
 
     def _base(self, host: str) -> str:
         return ("http" if is_loopback(host) else "https") + "://" + host
@@ -448,9 +439,8 @@ class RegistryClient:
         except requests.TooManyRedirects:
             raise RegistryError("protocol", f"{netloc}: more than {MAX_REDIRECTS} redirects") from None
         except requests.RequestException as error:  # DNS, connect, TLS, proxy, timeout
-            reason = (
-                getattr(error.args[0], "reason", error) if error.args else error
-            )  # no URL: it may be signed
+            # the reason, not the URL: it may be signed
+            reason = getattr(error.args[0], "reason", error) if error.args else error
             raise RegistryError("unreachable", f"{netloc}: {type(reason).__name__}: {reason}") from None
         for hop in [*response.history, response]:
             trip = purpose if hop is (response.history or [response])[0] else "redirect"

@@ -166,7 +166,6 @@ class Placement:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pools", tuple(self.pools))  # a generator is read once, here
-        object.__setattr__(self, "queues", tuple(self.queues))
         if any(not isinstance(p, GpuPool) for p in self.pools):
             raise PlacementError(f"placement.pools must be GpuPool objects, got {list(self.pools)!r}")
         # Kept by name: the export is a mapping, whose order does not survive the engine (a protobuf
@@ -238,12 +237,7 @@ class Placement:
 
     def provisioner_toleration(self) -> dict[str, str]:
         """What a pod naming a Karpenter pool tolerates besides :meth:`toleration`, and node agents too."""
-        return {
-            "key": PROVISIONER_TAINT_KEY,
-            "operator": "Equal",
-            "value": KARPENTER,
-            "effect": GPU_TAINT_EFFECT,
-        }
+        return Placement(PROVISIONER_TAINT_KEY, KARPENTER).toleration()
 
     def pool_taints(self, name: str) -> list[dict[str, str]]:
         """Every taint on pool ``name``'s nodes: the GPU taint, plus the provisioner's on a Karpenter pool

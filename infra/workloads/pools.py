@@ -26,7 +26,7 @@ _REQUIRED_PATH = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDu
 REQUIRED_TERMS = ".".join((*_REQUIRED_PATH, "nodeSelectorTerms"))
 
 
-def _required_terms(pod: Mapping[str, Any]) -> list[Any] | Any | None:
+def required_terms(pod: Mapping[str, Any]) -> list[Any] | Any | None:
     """The required node affinity's terms ([] if it lists none), None without one, or UNKNOWN."""
     value: Any = pod
     for key in _REQUIRED_PATH:
@@ -68,7 +68,7 @@ def check_affinity(
     pod: Mapping[str, Any], label_sets: Sequence[Mapping[str, str]] | None, where: str
 ) -> None:
     """Refuse required node affinity that no GPU node (of the possible pools, if known) could satisfy."""
-    terms = _required_terms(pod)
+    terms = required_terms(pod)
     if not known(terms) or not terms:
         return  # no affinity, not known yet, or no terms (which the API refuses itself)
     if all(_is_empty_term(term) for term in terms):
@@ -92,7 +92,7 @@ def check_affinity(
 
 def _require_pools(pod: dict[str, Any], names: list[str]) -> None:
     """AND ``eks-gpu/pool In names`` into every required affinity term (or make the first term)."""
-    terms = _required_terms(pod)
+    terms = required_terms(pod)
     if terms == [] or not known(terms) or any(not known(t) for t in terms or []):
         return  # no terms: the API refuses that as written; not known: decided on the resolved spec
     expression = {"key": POOL_LABEL, "operator": "In", "values": names}
