@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -65,3 +66,15 @@ def platform(kube: Kube) -> Iterator[Stack]:
     yield stack
     stack.destroy()
     stack.remove()
+
+
+@pytest.fixture(scope="module")
+def controller(kube: Kube) -> Iterator[Any]:
+    """Kueue's real controller as the platform configures it for the dev stack's teams, one per module that
+    asks (the Kueue modules run on workers of their own side by side: their webhook ports differ)."""
+    from localcluster import kueue_world as world
+    from localcluster.kueue import running
+
+    _, run = world.platform({})
+    with running(kube, world.chart_values(run), local.KUBECONFIG) as started:
+        yield started
