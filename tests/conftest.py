@@ -59,21 +59,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 LONGEST_FIRST = (
+    "tests/cluster/test_autoscaler.py::test_an_idle_node_goes_after_scale_down_unneeded_time_and_a_busy_one_stays",
     "tests/cluster/test_pulumi_consumers.py",
     "tests/cluster/test_mixed_pools.py",
     "tests/cluster/test_kueue_scale.py",
     "tests/cluster/test_kueue_lifecycle.py",
     "tests/cluster/test_policy_pack.py",
     "tests/cluster/test_kueue.py",
+    "tests/cluster/test_package_environment.py",
+    "tests/cluster/test_autoscaler.py::test_four_shared_gpu_pods_start_one_inference_node_and_a_fifth_a_second",
 )
-"""The cluster modules that take longest, longest first (each 3-4.5 min of one worker in the run of
-docs/benchmarks.md, "the fast loop"): the run ends with its longest chain, so these start at once, one per
-worker, and the shorter modules and the autoscaler scenarios fill in beside them."""
+"""The cluster modules and autoscaler scenarios that take longest, longest first (1.5-4.5 min of one
+worker each in the runs of docs/benchmarks.md, "the fast loop"): the run ends with its longest chain, so
+these start at once and the shorter ones fill in beside them."""
 
 
 def _rank(nodeid: str) -> int:
-    module = nodeid.split("::", 1)[0]
-    return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
+    """Where ``nodeid`` stands in LONGEST_FIRST: a module's test, or a scenario (parametrized or not)."""
+    found = (i for i, p in enumerate(LONGEST_FIRST) if nodeid == p or nodeid.startswith((f"{p}::", f"{p}[")))
+    return next(found, len(LONGEST_FIRST))
 
 
 # Modules whose tests share nothing, not even a module fixture worth keeping (each scenario starts

@@ -115,7 +115,7 @@ def test_an_idle_node_goes_after_scale_down_unneeded_time_and_a_busy_one_stays(
     kube: Kube, dev: Run, namespace: str, tmp_path: Path
 ) -> None:
     """scaleDownUnneededTime shortened through the stack's config, not code."""
-    quick = dev_variant(tmp_path, {"scaleDownUnneededTime: 10m": "scaleDownUnneededTime: 20s"})
+    quick = dev_variant(tmp_path, {"scaleDownUnneededTime: 10m": "scaleDownUnneededTime: 10s"})
     with scenario(kube, quick, tmp_path, namespace) as run:
         run.set_desired(INFERENCE, 2)
         kube.apply(pod("busy", gpus=1, pool="inference"), namespace)
@@ -123,7 +123,7 @@ def test_an_idle_node_goes_after_scale_down_unneeded_time_and_a_busy_one_stays(
         wait_desired(run, INFERENCE, 1, timeout=120)
         assert kube.core.read_node(busy).spec.unschedulable is not True
         assert running_pods(kube, namespace, 1) == {"busy": busy}
-        assert hold(run, 25)[INFERENCE] == 1  # the node with the GPU pod stays past the 20 s unneeded time
+        assert hold(run, 15)[INFERENCE] == 1  # the node with the GPU pod stays past the 10 s unneeded time
 
 
 EQUAL_POOLS = {
