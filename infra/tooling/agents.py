@@ -448,9 +448,15 @@ def table(found: Sequence[Landing]) -> list[str]:
         return []
     groups = list(found[0].where)
     rows = [["agent (DaemonSet)", "meant for", *groups, "verdict"]]
-    for x in found:
+    for landing in found:
         verdict = (
-            "VIOLATION" if x.problems else "unknown" if x.agent.pod is None else "check" if x.advice else "ok"
+            "VIOLATION"
+            if landing.problems
+            else "unknown"
+            if landing.agent.pod is None
+            else "check"
+            if landing.advice
+            else "ok"
         )
-        rows.append([x.agent.name, x.agent.intent, *(x.where[g] for g in groups), verdict])
+        rows.append([landing.agent.name, landing.agent.intent, *(landing.where[g] for g in groups), verdict])
     return aligned(rows)
