@@ -113,12 +113,14 @@ def test_quota_a_pool_cannot_fill_is_given_back_and_requeued_through_wait_for_po
         for manifest in jobs:
             name = manifest["metadata"]["name"]
             wait(f"{name} admitted", lambda m=manifest: not suspended(kube, m), ADMIT_SECONDS, kueue)
-        (starved,) = wait(
-            "one admitted Job's pod that no node can take",
-            lambda: [m for m in jobs if live_pods(kube, m) and not bound_pods(kube, m)],
-            ADMIT_SECONDS,
-            kueue,
-        )
+
+        def settled() -> list[Any]:
+            """The one Job whose pod no node takes, once the scheduler has bound the other two (before
+            that, a pod not bound *yet* would look the same)."""
+            pending = [m for m in jobs if live_pods(kube, m) and not bound_pods(kube, m)]
+            return pending if len(pending) == 1 and sum(bool(bound_pods(kube, m)) for m in jobs) == 2 else []
+
+        (starved,) = wait("one admitted Job's pod that no node can take", settled, ADMIT_SECONDS, kueue)
 
         def given_back() -> bool:
             evicted = condition(workload(kube, starved), "Evicted")
