@@ -19,7 +19,7 @@ Instances moto launches become kwok nodes (``registrar``). ``stop()`` ends both 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -181,9 +181,19 @@ class Autoscaling:
 
 @contextmanager
 def running(
-    run: Run, region: str, kube: Kube, *, describe_nodegroup: bool = True, priorities: bool = True
+    run: Run,
+    region: str,
+    kube: Kube,
+    *,
+    describe_nodegroup: bool = True,
+    priorities: bool = True,
+    sizes: Mapping[str, int] | None = None,
 ) -> Iterator[Autoscaling]:
     """moto + the autoscaler for the registrations in ``run``; both stopped, their nodes removed, after.
+
+    ``sizes``: desired capacities by group, set (and their nodes registered) before the autoscaler
+    starts, as for nodes already running when it comes up. Set later, the autoscaler would learn the
+    instances only at its next ASG refresh, a minute apart (aws_manager.go ``refreshInterval``).
 
     ``describe_nodegroup=False``: EKS no longer knows the node groups (DescribeNodegroup answers
     ResourceNotFoundException, as it fails when denied), so only the ASG tags tell the autoscaler a
@@ -203,9 +213,12 @@ def running(
         registrar = Registrar(
             kube, partial(boto3_client, endpoint, region), seeded, {k: v for k, v in gpu.items() if v.gpus}
         )
+        scaling = Autoscaling(endpoint, region, seeded, registrar)
+        for group, size in (sizes or {}).items():
+            scaling.set_desired(group, size)
         registrar.start()
         start_autoscaler(values, endpoint, region)
-        yield Autoscaling(endpoint, region, seeded, registrar)
+        yield scaling
     finally:
         services.stop(AUTOSCALER)
         if registrar is not None:

@@ -99,16 +99,17 @@ def events(kube: Kube, namespace: str, pod_name: str, reason: str) -> list[str]:
 
 
 def start(
-    dev: Run, kube: Kube, project_dir: Any, stack: str = "dev", **world: bool
+    dev: Run, kube: Kube, project_dir: Any, stack: str = "dev", **world: Any
 ) -> contextlib.AbstractContextManager[Autoscaling]:
     return autoscaling.running(dev, region(project_dir, stack), kube, **world)
 
 
 @contextlib.contextmanager
-def scenario(kube: Kube, run: Run, project_dir: Any, namespace: str, **world: bool) -> Iterator[Autoscaling]:
+def scenario(kube: Kube, run: Run, project_dir: Any, namespace: str, **world: Any) -> Iterator[Autoscaling]:
     """The autoscaler on ``run``'s registrations, and a namespace for the test's pods, deleted while
     their nodes still exist (kwok then deletes the pods; on a deleted node they would hang).
-    ``world``: what :func:`localcluster.autoscaling.running` takes away (DescribeNodegroup, priorities)."""
+    ``world``: what :func:`localcluster.autoscaling.running` takes away (DescribeNodegroup, priorities)
+    or starts with (``sizes``)."""
     with start(run, kube, project_dir, **world) as autoscaler:
         kube.namespace(namespace, pod_security="baseline")
         try:

@@ -1,0 +1,98 @@
+"""Where the suite's CPU goes, by program: sampled from /proc while a command runs (issue 32).
+
+    .venv/bin/python bench/cpu_by_process.py -- bin/test
+    .venv/bin/python bench/cpu_by_process.py --every 0.5 -- .venv/bin/python -m pytest tests/cluster/test_kueue.py
+
+Runs the command and, every ``--every`` seconds, reads the CPU time (user + system, /proc/PID/stat)
+of each process descended from it, so other work on the machine is not counted. Prints the CPU
+seconds per program (its command name; Python split by what it runs: a pytest worker, moto, a
+Pulumi program or provider) and the share of the total, as a Markdown table for docs/benchmarks.md.
+A process that ends between two samples loses at most its last interval: short-lived ones (a
+``helm template``, a compiler pass) are undercounted, so the table's total is below the rusage
+figure ``/usr/bin/time`` gives for the same run. Numbers to report, never a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import time
+from collections import defaultdict
+from pathlib import Path
+
+TICKS = os.sysconf("SC_CLK_TCK")
+PYTHON_ROLES = (
+    ("xdist", "pytest worker"),
+    ("pytest", "pytest"),
+    ("moto.server", "moto"),
+    ("pulumi-resource-eks-gpu", "eks-gpu provider (python)"),
+    ("pulumi-analyzer", "policy pack (python)"),
+    ("pulumi-language-python-exec", "pulumi program (python)"),
+)
+
+
+def _stat(pid: str) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds) of ``pid``, or None once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _program(pid: str) -> str:
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "?"
+    if comm.startswith("python"):
+        return next((role for marker, role in PYTHON_ROLES if marker in argv), "python (other)")
+    return comm
+
+
+def _descendants(root: int, parents: dict[int, int]) -> set[int]:
+    ours, changed = {root}, True
+    while changed:
+        grown = {pid for pid, parent in parents.items() if parent in ours}
+        changed = not grown <= ours
+        ours |= grown
+    return ours
+
+
+def sample(root: int, seen: dict[int, tuple[str, float]]) -> None:
+    """Record each descendant's latest CPU seconds (and its program, named once)."""
+    stats = {int(pid): stat for pid in os.listdir("/proc") if pid.isdigit() and (stat := _stat(pid))}
+    for pid in _descendants(root, {pid: stat[0] for pid, stat in stats.items()}):
+        if pid in stats:
+            program = seen[pid][0] if pid in seen else _program(str(pid))
+            seen[pid] = (program, stats[pid][1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--every", type=float, default=0.5)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    seen: dict[int, tuple[str, float]] = {}
+    start = time.monotonic()
+    child = subprocess.Popen(command)
+    while child.poll() is None:
+        sample(child.pid, seen)
+        time.sleep(args.every)
+    wall = time.monotonic() - start
+    totals: dict[str, float] = defaultdict(float)
+    for program, seconds in seen.values():
+        totals[program] += seconds
+    total = sum(totals.values())
+    print(f"\nwall {wall:.0f} s, sampled CPU {total:.0f} s, exit {child.returncode}\n")
+    print("| program | CPU s | share |\n|---|---|---|")
+    for program, seconds in sorted(totals.items(), key=lambda item: -item[1])[:25]:
+        print(f"| {program} | {seconds:.0f} | {seconds / total:.0%} |")
+
+
+if __name__ == "__main__":
+    main()
