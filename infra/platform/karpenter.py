@@ -264,18 +264,12 @@ def karpenter(
     )
     _tag_subnets(name, net, tagged_subnets, cluster_name, opts)
     queue = _interruption_queue(name, opts)
-    document = pulumi.Output.all(iam.account_id(opts), iam.partition(opts), queue.arn, role.arn).apply(
-        lambda a: json.dumps(
-            controller_policy(
-                cluster_name=cluster_name,
-                region=region,
-                account_id=a[0],
-                partition=a[1],
-                queue_arn=a[2],
-                node_role_arn=a[3],
-            )
-        )
-    )
+    document = pulumi.Output.all(
+        account_id=iam.account_id(opts),
+        partition=iam.partition(opts),
+        queue_arn=queue.arn,
+        node_role_arn=role.arn,
+    ).apply(lambda a: json.dumps(controller_policy(cluster_name=cluster_name, region=region, **a)))
     identity = iam.pod_identity(
         name,
         (f"{name}-controller", f"{name}-controller"),
