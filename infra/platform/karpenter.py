@@ -16,7 +16,6 @@ from typing import Any
 
 import pulumi
 import pulumi_aws as aws
-import pulumi_kubernetes as k8s
 from pydantic.alias_generators import to_camel
 
 from infra.platform import iam, nodepool
@@ -188,26 +187,11 @@ def pool_manifests(
         disruption={
             "consolidationPolicy": karpenter.consolidation_policy,
             "consolidateAfter": karpenter.consolidate_after,
-            "budget": karpenter.disruption_budget,
+            "budgets": [{"nodes": karpenter.disruption_budget}],
         },
     )
     overlay = nodepool.node_overlay(pool.contract)
     return [node_class, pool_object, *([overlay] if overlay else [])]
-
-
-def _release(
-    name: str, chart: str, values: Any, opts: pulumi.ResourceOptions, **extra: Any
-) -> k8s.helm.v3.Release:
-    return helm_release(
-        name,
-        chart,
-        REPOSITORY,
-        version=nodepool.VERSION,
-        namespace=NAMESPACE,
-        values=values,
-        opts=opts,
-        **extra,
-    )
 
 
 def _tag_subnets(
@@ -279,16 +263,19 @@ def karpenter(
     )
     spot = spot_role(f"{name}-spot", config.karpenter_pools, config.create_spot_service_linked_role, opts)
     # The CRD chart keeps the CRDs current on upgrades (Helm never upgrades a chart's crds/ folder).
-    crds = _release(f"{name}-crd", CRD_CHART, {}, k8s_opts)
+    pinned = {"version": nodepool.VERSION, "namespace": NAMESPACE}
+    crds = helm_release(f"{name}-crd", CRD_CHART, REPOSITORY, values={}, opts=k8s_opts, **pinned)
     after = pulumi.ResourceOptions(
         depends_on=[crds, *identity, pod_identity_agent, access, *attachments, *spot]
     )
-    release = _release(
+    release = helm_release(
         name,
         CHART,
-        helm_values(config, queue.name),  # only the queue name waits for AWS
-        pulumi.ResourceOptions.merge(k8s_opts, after),
+        REPOSITORY,
+        values=helm_values(config, queue.name),  # only the queue name waits for AWS
+        opts=pulumi.ResourceOptions.merge(k8s_opts, after),
         skip_crds=True,
+        **pinned,
     )
     on_release = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[crds, release]))
     return [

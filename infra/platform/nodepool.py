@@ -68,13 +68,11 @@ def nodepool(
     instance_types: list[str],
     capacity_types: list[str],
     max_nodes: int,
-    disruption: Mapping[str, str],
+    disruption: Mapping[str, Any],
     gpu_limit: int | None = None,
 ) -> dict[str, Any]:
-    """The pool's NodePool: its nodes carry exactly what a node group's would (the contract).
-
-    ``disruption`` has ``consolidationPolicy``, ``consolidateAfter`` and ``budget`` (nodes).
-    """
+    """The pool's NodePool: its nodes carry exactly what a node group's would (the contract);
+    ``disruption`` is its ``spec.disruption`` (consolidation and budgets)."""
     requirements = [
         _requirement("kubernetes.io/arch", ["arm64"]),
         _requirement("kubernetes.io/os", ["linux"]),
@@ -103,11 +101,7 @@ def nodepool(
             },
             # Counted in what a node advertises: time-sliced slots on a shared pool (the overlay says so).
             "limits": {GPU_RESOURCE: str(limit)},
-            "disruption": {
-                "consolidationPolicy": disruption["consolidationPolicy"],
-                "consolidateAfter": disruption["consolidateAfter"],
-                "budgets": [{"nodes": disruption["budget"]}],
-            },
+            "disruption": dict(disruption),
         },
     }
 
