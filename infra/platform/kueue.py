@@ -58,9 +58,9 @@ def helm_values(config: PlatformConfig) -> dict[str, Any]:
 
 
 def _resource_name(manifest: dict[str, Any]) -> str:
-    where = manifest["metadata"].get("namespace")
+    metadata = manifest["metadata"]  # a namespaced object's name comes after its namespace
     return "-".join(
-        ["kueue", manifest["kind"].lower(), *([where] if where else []), manifest["metadata"]["name"]]
+        filter(None, ("kueue", manifest["kind"].lower(), metadata.get("namespace"), metadata["name"]))
     )
 
 
