@@ -109,10 +109,8 @@ def check_teams(teams: Mapping[str, TeamConfig], pools: Sequence[Pool], taken: M
                     f".teams.{team}.quotas.{name}: no GPU pool is called {name!r}; allowed: "
                     f"{', '.join(by_name)} (the gpuPools keys)"
                 )
-            pool = by_name[name]
-            if quota.borrowing_limit is not None and quota.nominal_quota + quota.borrowing_limit > reach(
-                pool
-            ):
+            pool, borrowing = by_name[name], quota.borrowing_limit
+            if borrowing is not None and quota.nominal_quota + borrowing > reach(pool):
                 raise ValueError(
                     f".teams.{team}.quotas.{name}: nominalQuota {quota.nominal_quota} + borrowingLimit "
                     f"{quota.borrowing_limit} is more than pool {name!r} can ever have ({_reach_words(pool)} "
