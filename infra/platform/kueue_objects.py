@@ -1,11 +1,5 @@
-"""Kueue's objects for the stack's ``teams:``, as plain manifests (pure: no cloud, no Pulumi).
-
-Per pool a ResourceFlavor carrying the pool's labels and the contract's toleration; per team
-a ClusterQueue in one cohort, scoped to its namespace, and a LocalQueue ``default`` there;
-the platform's WorkloadPriorityClasses; and the controller's manager config. The platform
-declares these (:mod:`infra.platform.kueue`), the local harness applies the same dicts to the
-real controller. Decision 0099.
-"""
+"""Kueue's objects for the stack's ``teams:`` as plain manifests (pure), declared by :mod:`infra.platform.kueue`
+and applied as they are by the local harness; each object and why: decision 0099, "What the platform declares"."""
 
 from __future__ import annotations
 
