@@ -1,11 +1,7 @@
-"""Karpenter, for the GPU pools whose provisioner is karpenter: controller, IAM, interruption queue, node
-classes and NodePools.
-
-What a pool's nodes carry is nodepool.py's (the same contract as a node group's); this module
-declares the AWS side Karpenter's getting-started template lists (v1.15 ``cloudformation.yaml``),
-scoped to this cluster, and the controller on the system nodes with EKS Pod Identity. Karpenter
-nodes get their own role and access entry: EKS already made one for the node groups' role.
-Why and when to choose it: docs/decisions/0080-karpenter-or-managed-node-groups.md.
+"""Karpenter for the pools whose provisioner is karpenter: the AWS side of its v1.15 getting-started template
+(``cloudformation.yaml``) scoped to this cluster, the controller with Pod Identity, and each pool's
+nodepool.py objects (docs/platform.md, "Karpenter pools"; why and when: decision 0080). Its nodes get their
+own role and access entry: EKS already made one for the node groups' role.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """A Karpenter GPU pool as Kubernetes objects: its NodePool, EC2NodeClass and NodeOverlay. Pure.
 
-The NodePool carries the same contract as a pool's managed node group (node_pools.py,
-placement.py): the taint, the contract's and the pool's labels, the device plugin's config
-label, arm64, the pool's instance and capacity types; its GPU limit is what ``maxSize`` nodes
-advertise. Shapes are Karpenter's v1 API at the pinned version (sigs.k8s.io/karpenter
-``pkg/apis/crds``, karpenter-provider-aws ``pkg/apis/crds``); tests apply them to those CRDs.
+What they carry (a node group's contract) and why: docs/platform.md, "Karpenter pools". Shapes are Karpenter's
+v1 API at the pinned version (sigs.k8s.io/karpenter and karpenter-provider-aws ``pkg/apis/crds``); tests apply
+them to those CRDs.
 """
 
 from __future__ import annotations
