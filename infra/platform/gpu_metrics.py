@@ -104,8 +104,7 @@ def _pending(cluster: str, namespaces: Sequence[str]) -> list[list[Any]]:
         _cluster_metric(EKS_NAMESPACE, "scheduler_pending_pods_UNSCHEDULABLE", cluster, "unschedulable pods")
     ]
     if namespaces:
-        # Replicas of a Deployment share a PodName, so the per-minute Maximum of that series is 1
-        # however many of them wait; the Sum counts each replica's datapoint.
+        # Sum, not Maximum: a Deployment's replicas share one PodName series (docs/operating-gpu-nodes.md).
         search = _search(
             "pod_status_pending",
             ("ClusterName", "Namespace", "PodName"),
