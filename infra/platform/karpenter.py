@@ -178,8 +178,7 @@ def pool_manifests(
         pool.contract,
         instance_types=list(settings.instance_types),
         capacity_types=list(settings.capacity_types),
-        max_nodes=settings.max_size,
-        gpu_limit=karpenter.gpu_limit,
+        gpu_limit=pool.reach,
         disruption={
             "consolidationPolicy": karpenter.consolidation_policy,
             "consolidateAfter": karpenter.consolidate_after,

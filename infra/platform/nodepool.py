@@ -65,9 +65,8 @@ def nodepool(
     *,
     instance_types: list[str],
     capacity_types: list[str],
-    max_nodes: int,
     disruption: Mapping[str, Any],
-    gpu_limit: int | None = None,
+    gpu_limit: int,
 ) -> dict[str, Any]:
     """The pool's NodePool: its nodes carry exactly what a node group's would (the contract);
     ``disruption`` is its ``spec.disruption`` (consolidation and budgets)."""
@@ -77,7 +76,6 @@ def nodepool(
         _requirement("node.kubernetes.io/instance-type", list(instance_types)),
         _requirement(CAPACITY_TYPE_LABEL, [CAPACITY_TYPES[c] for c in capacity_types]),
     ]
-    limit = gpu_limit if gpu_limit is not None else max_nodes * pool.slots_per_node
     return {
         "apiVersion": API,
         "kind": "NodePool",
@@ -98,20 +96,16 @@ def nodepool(
                 },
             },
             # Counted in what a node advertises: time-sliced slots on a shared pool (the overlay says so).
-            "limits": {GPU_RESOURCE: str(limit)},
+            "limits": {GPU_RESOURCE: str(gpu_limit)},
             "disruption": dict(disruption),
         },
     }
 
 
 def node_overlay(pool: GpuPool) -> dict[str, Any] | None:
-    """What a time-sliced pool's nodes advertise, told to Karpenter's scheduling (None: whole GPUs).
-
-    Karpenter sizes nodes from the instance type's GPUs; the device plugin advertises each one
-    ``replicas`` times. The overlay's capacity replaces the type's (cloudprovider/types.go
-    ``ApplyCapacityOverlay``: ``lo.Assign``) for this NodePool's nodes only. Alpha: the controller
-    runs with the NodeOverlay feature gate (karpenter.py).
-    """
+    """What a time-sliced pool's nodes advertise (GPUs x replicas), told to Karpenter's scheduling (None: whole
+    GPUs); why: docs/platform.md, "Karpenter pools". Its capacity replaces the type's for this NodePool's nodes
+    (cloudprovider/types.go ``ApplyCapacityOverlay``); alpha, behind a feature gate (karpenter.py)."""
     if not pool.shared:
         return None
     return {
