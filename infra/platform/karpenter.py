@@ -158,12 +158,9 @@ def pool_manifests(
 ) -> list[dict[str, Any]]:
     """A Karpenter pool's objects: its EC2NodeClass, NodePool and (time-sliced) NodeOverlay."""
     settings, karpenter = pool.settings, pool.settings.karpenter_settings
-    metadata = {to_camel(key): value for key, value in METADATA_OPTIONS.items()}  # the node groups' IMDS
-    ebs = {
-        "volumeType": ROOT_VOLUME["volume_type"],
-        "encrypted": ROOT_VOLUME["encrypted"] == "true",
-        "deleteOnTermination": ROOT_VOLUME["delete_on_termination"] == "true",
-    }
+    # The node groups' IMDS and root volume, camelCase, the launch template's "true" and "false" as booleans.
+    metadata = {to_camel(key): value for key, value in METADATA_OPTIONS.items()}
+    ebs = {to_camel(k): v == "true" if v in ("true", "false") else v for k, v in ROOT_VOLUME.items()}
     node_class = nodepool.ec2_node_class(
         pool.name,
         role=node_role_name,
