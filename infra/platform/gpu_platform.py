@@ -89,8 +89,6 @@ class GpuPlatform(pulumi.ComponentResource):
                 "karpenter",
                 config,
                 net,
-                # An existing VPC's subnets; a new one's carry the tag from the start.
-                tagged_subnets=len(config.network.private_subnet_ids),
                 pod_identity_agent=self.pod_identity_agent,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]),
                 k8s_opts=k8s_opts,

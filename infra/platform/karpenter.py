@@ -189,7 +189,8 @@ def pool_manifests(
 def _tag_subnets(
     name: str, net: Network, count: int, cluster_name: str, opts: pulumi.ResourceOptions
 ) -> None:
-    """An existing VPC's private subnets get the tag by which Karpenter finds them."""
+    """An existing VPC's ``count`` private subnets get the tag by which Karpenter finds them (a new VPC's
+    carry it from the start: none)."""
     for index in range(count):
         aws.ec2.Tag(
             f"{name}-subnet-{index}",
@@ -227,7 +228,6 @@ def karpenter(
     config: PlatformConfig,
     net: Network,
     *,
-    tagged_subnets: int,
     pod_identity_agent: pulumi.Resource,
     opts: pulumi.ResourceOptions,
     k8s_opts: pulumi.ResourceOptions,
@@ -238,7 +238,7 @@ def karpenter(
     access = aws.eks.AccessEntry(
         f"{name}-node-access", cluster_name=cluster_name, principal_arn=role.arn, type="EC2_LINUX", opts=opts
     )
-    _tag_subnets(name, net, tagged_subnets, cluster_name, opts)
+    _tag_subnets(name, net, len(config.network.private_subnet_ids), cluster_name, opts)
     queue = _interruption_queue(name, opts)
     document = pulumi.Output.all(
         account_id=iam.account_id(opts),
