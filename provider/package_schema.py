@@ -23,11 +23,6 @@ def kubernetes_version() -> str:
     return importlib.metadata.version("pulumi-kubernetes")
 
 
-def kubernetes_ref(section: str, token: str) -> str:
-    """A schema reference to the Kubernetes package's ``section`` (``types``/``resources``) entry ``token``."""
-    return f"/{KUBERNETES}/v{SCHEMA_VERSION}/schema.json#/{section}/{quote(token, safe=':')}"
-
-
 class PackageProvider(ComponentProvider):
     """``ComponentProvider`` whose served schema is :func:`typed`; construction is the SDK's own."""
 
@@ -63,8 +58,8 @@ def typed(
         inputs = resource["inputProperties"]
         inputs["metadata"] = _typed(inputs["metadata"], "types", "kubernetes:meta/v1:ObjectMeta")
         inputs["spec"] = _typed(inputs["spec"], "types", f"{component._kind}Spec")
-        for py_name, token in component._children.items():
-            output = _schema_name(definition.outputs_mapping, py_name)
+        for py_name, token in component._children.items():  # outputs_mapping: schema name -> Python name
+            output = next(schema for schema, name in definition.outputs_mapping.items() if name == py_name)
             resource["properties"][output] = _typed(resource["properties"][output], "resources", token)
     schema["dependencies"] = [{"name": KUBERNETES, "version": kubernetes_version()}]
     return schema
@@ -87,10 +82,7 @@ def _describe(
 
 
 def _typed(prop: dict[str, Any], section: str, token: str) -> dict[str, Any]:
-    """``prop`` (an open object or ``Any``) as a reference to the Kubernetes package's ``token``, its description kept."""
-    return {"description": prop["description"], "$ref": kubernetes_ref(section, token)}
-
-
-def _schema_name(mapping: dict[str, str], py_name: str) -> str:
-    """The schema (camelCase) name of the output the component sets as ``py_name``."""
-    return next(schema_name for schema_name, name in mapping.items() if name == py_name)
+    """``prop`` (an open object or ``Any``) as a reference to the Kubernetes package's ``section``
+    (``types``/``resources``) entry ``token``, its description kept."""
+    ref = f"/{KUBERNETES}/v{SCHEMA_VERSION}/schema.json#/{section}/{quote(token, safe=':')}"
+    return {"description": prop["description"], "$ref": ref}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM, X86_NVIDIA, InstanceType
 
@@ -103,10 +103,4 @@ def allocatable(instance_type: str, *, managed_node_group: bool = True) -> Alloc
 def smallest(instance_types: list[str] | tuple[str, ...]) -> Allocatable:
     """The least any node of these types offers, resource by resource: what a pool can promise."""
     found = [allocatable(t) for t in instance_types]
-    return Allocatable(
-        cpu_millis=min(a.cpu_millis for a in found),
-        memory_mib=min(a.memory_mib for a in found),
-        pods=min(a.pods for a in found),
-        capacity_cpu_millis=min(a.capacity_cpu_millis for a in found),
-        capacity_memory_mib=min(a.capacity_memory_mib for a in found),
-    )
+    return Allocatable(**{f.name: min(getattr(a, f.name) for a in found) for f in fields(Allocatable)})

@@ -29,10 +29,8 @@ CHART = "cluster-autoscaler"
 REPOSITORY = "https://kubernetes.github.io/autoscaler"
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
-# The autoscaler's image must match the cluster's minor version: the newest patch of
-# each (tags cluster-autoscaler-1.35.2 and -1.36.1 in kubernetes/autoscaler).
-# The tests run 1.33.0, the newest the Go proxy serves: DRA (always on from 1.35) and 1.35's
-# template-node label stay untested there (docs/decisions/0075).
+# The autoscaler's image must match the cluster's minor version: the newest patch of each (tags
+# cluster-autoscaler-1.35.2 and -1.36.1); what the tests' 1.33.0 leaves untested: docs/decisions/0075.
 IMAGE_TAGS = {"1.35": "v1.35.2", "1.36": "v1.36.1"}
 # Priorities per price rank, plus a bonus for spot inside a rank (docs/platform.md, decision 0002).
 TIER_STEP, SPOT_BONUS = 10, 5
@@ -97,11 +95,9 @@ def helm_values(platform: PlatformConfig) -> dict[str, Any]:
     config, cluster_name = platform.autoscaler, platform.cluster_name
     priorities = expander_priorities(platform.node_group_pools)  # never a Karpenter pool
     ranked = len(priorities) > 1
-    # Ranked pools: cheapest fitting node first, spot first among equals; remaining ties go to the configured expander.
+    # The priority expander in front when pools rank apart, and its ConfigMap whenever the chain has it
+    # (without one it silently passes every option on): docs/platform.md, "Which pool scales up".
     expander = f"priority,{config.expander}" if ranked and config.expander != "priority" else config.expander
-    # Whenever the chain has the priority expander its ConfigMap is written, one tier when all pools
-    # rank equally: without it the expander passes every option on without a word (priority.go
-    # BestOptions returns them all when reloadConfigMap fails).
     with_priorities = "priority" in expander.split(",")
     return {
         "cloudProvider": "aws",

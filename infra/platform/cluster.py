@@ -74,8 +74,11 @@ def cluster(
     key: aws.kms.Key,
     opts: pulumi.ResourceOptions,
 ) -> eks.Cluster:
-    endpoint = config.endpoint
-    version = config.kubernetes_version
+    endpoint, version = config.endpoint, config.kubernetes_version
+    conflicts = {  # as for every other add-on (addons.addon)
+        "resolve_conflicts_on_create": eks.ResolveConflictsOnCreate(addons.RESOLVE_CONFLICTS),
+        "resolve_conflicts_on_update": eks.ResolveConflictsOnUpdate(addons.RESOLVE_CONFLICTS),
+    }
     if config.cluster_admins and "clusterAdmins" not in config.secret_keys:
         aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=opts.parent)).arn.apply(
             lambda arn: _warn_if_creator_listed(arn, config.cluster_admins)
@@ -99,15 +102,10 @@ def cluster(
         encryption_config_key_arn=key.arn,
         enabled_cluster_log_types=list(LOG_TYPES),
         vpc_cni_options=eks.VpcCniOptionsArgs(
-            addon_version=addons.version(addons.VPC_CNI, version),
-            enable_network_policy=True,
-            resolve_conflicts_on_create=eks.ResolveConflictsOnCreate(addons.RESOLVE_CONFLICTS),
-            resolve_conflicts_on_update=eks.ResolveConflictsOnUpdate(addons.RESOLVE_CONFLICTS),
+            addon_version=addons.version(addons.VPC_CNI, version), enable_network_policy=True, **conflicts
         ),
         kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(
-            version=addons.version(addons.KUBE_PROXY, version),
-            resolve_conflicts_on_create=eks.ResolveConflictsOnCreate(addons.RESOLVE_CONFLICTS),
-            resolve_conflicts_on_update=eks.ResolveConflictsOnUpdate(addons.RESOLVE_CONFLICTS),
+            version=addons.version(addons.KUBE_PROXY, version), **conflicts
         ),
         opts=opts,
     )

@@ -302,11 +302,6 @@ def words() -> Words:
     return Words(json_schema())
 
 
-def resolve(node: Mapping[str, Any]) -> dict[str, Any]:
-    """A schema node with its ``$ref`` and optional (``anyOf`` with null) unwrapped."""
-    return words().resolve(node)
-
-
 # Keys whose values may be secret: each reaches resources through ``PlatformConfig.secret``.
 # The others name resources or pick versions, which Pulumi shows in URNs and plans.
 SECRET_CAPABLE = ("clusterAdmins", "endpoint", "network")

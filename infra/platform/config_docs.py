@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from infra.platform.config import json_schema, resolve, words
+from infra.platform.config import json_schema, words
 from infra.platform.config_words import literal
 
 CONFIGURATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
@@ -28,12 +28,12 @@ def _code(value: Any) -> str:
 
 def _rows(schema: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str, str, str]]:
     for name, field in schema["properties"].items():
-        key, node = f"{prefix}{name}", resolve(field)
+        key, node = f"{prefix}{name}", words().resolve(field)
         what = node["description"]
         if "patternProperties" in node:  # a map of named sections: gpuPools.<pool>, teams.<team>
             names, name_of = node["propertyNames"]["x-allowed"], node.get("x-key", "pool")
             yield key, "", f"map of {name_of} name ({names}) to the fields below", what
-            value = resolve(next(iter(node["patternProperties"].values())))
+            value = words().resolve(next(iter(node["patternProperties"].values())))
             yield from _rows(value, f"{key}.<{name_of}>.")
         elif "properties" in node:
             yield key, "", "object", what

@@ -7,7 +7,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from ipaddress import IPv4Network
+from ipaddress import IPv4Interface, IPv4Network
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -64,10 +64,9 @@ def _cidr_text(value: Any) -> Any:
 
 def _host_bits(value: str) -> bool:
     """Is ``value`` an IPv4 network written with its host bits set (anything else: the type refuses)?"""
-    for strict in (True, False):
-        with contextlib.suppress(ValueError):
-            IPv4Network(value, strict=strict)
-            return not strict
+    with contextlib.suppress(ValueError):
+        written = IPv4Interface(value)
+        return written.ip != written.network.network_address
     return False
 
 

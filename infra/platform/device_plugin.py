@@ -16,10 +16,8 @@ from infra.workloads.placement import GPU_RESOURCE, Placement
 CHART = "nvidia-device-plugin"
 REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
 
-# The chart's own default tolerations (values.yaml at v0.19.3), kept beside the contract's so
-# nodes tainted the NVIDIA way (nvidia.com/gpu) or reserved for critical add-ons still get the
-# plugin. What the chart renders from these values is the pinned chart itself, rendered by helm
-# in infra/tooling/chart_models.py (docs/decisions/0025); its tests compare this list with it.
+# The chart's default tolerations (values.yaml at v0.19.3; ours replace the list whole), kept so nodes tainted
+# nvidia.com/gpu or CriticalAddonsOnly still get the plugin; tests compare them with the pinned chart (0025).
 CHART_TOLERATIONS: tuple[dict[str, str], ...] = (
     {"key": "CriticalAddonsOnly", "operator": "Exists"},
     {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},

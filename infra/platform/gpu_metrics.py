@@ -104,8 +104,7 @@ def _pending(cluster: str, namespaces: Sequence[str]) -> list[list[Any]]:
         _cluster_metric(EKS_NAMESPACE, "scheduler_pending_pods_UNSCHEDULABLE", cluster, "unschedulable pods")
     ]
     if namespaces:
-        # Replicas of a Deployment share a PodName, so the per-minute Maximum of that series is 1
-        # however many of them wait; the Sum counts each replica's datapoint.
+        # Sum, not Maximum: a Deployment's replicas share one PodName series (docs/operating-gpu-nodes.md).
         search = _search(
             "pod_status_pending",
             ("ClusterName", "Namespace", "PodName"),
@@ -123,19 +122,12 @@ def dashboard_body(
     """The GPU dashboard: utilization and memory per pool and per node, GPU nodes per pool, pending pods."""
     percent = {"yAxis": {"left": {"min": 0, "max": 100, "label": "%"}}}
     maximum = {"stat": "Maximum"}
+    used, memory = "node_gpu_utilization", "node_gpu_memory_utilization"
     panels = [  # two per row, left to right
-        (
-            "GPU utilization per pool (avg over its GPUs)",
-            _per_pool("node_gpu_utilization", cluster, pools),
-            percent,
-        ),
-        (
-            "GPU memory utilization per pool",
-            _per_pool("node_gpu_memory_utilization", cluster, pools),
-            percent,
-        ),
-        ("GPU utilization per node", _per_node("node_gpu_utilization", "u", cluster), percent),
-        ("GPU memory utilization per node", _per_node("node_gpu_memory_utilization", "m", cluster), percent),
+        ("GPU utilization per pool (avg over its GPUs)", _per_pool(used, cluster, pools), percent),
+        ("GPU memory utilization per pool", _per_pool(memory, cluster, pools), percent),
+        ("GPU utilization per node", _per_node(used, "u", cluster), percent),
+        ("GPU memory utilization per node", _per_node(memory, "m", cluster), percent),
         ("GPU nodes per pool", _gpu_nodes(cluster, pools), maximum),
         ("Pending pods (unschedulable: waiting for a GPU node)", _pending(cluster, gpu_namespaces), maximum),
     ]

@@ -30,9 +30,8 @@ class GpuPlatform(pulumi.ComponentResource):
         # Read before anything is declared: a maxSize below the nodes a pool runs is refused here.
         sizes = pool_sizes.desired_sizes(config)
         super().__init__(TYPE_TOKEN, name, None, opts)
-        # Production stacks protect what must never go by accident and cannot be rebuilt in place: the
-        # VPC, the KMS key and the cluster. Not the GPU pools: replacing or removing one is routine
-        # (docs/decisions/0004-production-protects-network-key-cluster.md).
+        # Production protects the VPC, the KMS key and the cluster, not the GPU pools, whose replacement
+        # is routine (docs/decisions/0004-production-protects-network-key-cluster.md).
         guarded = pulumi.ResourceOptions(parent=self, protect=config.production)
         discovery = {nodepool.DISCOVERY_TAG: config.cluster_name} if config.karpenter_pools else None
         net = network(
@@ -90,9 +89,6 @@ class GpuPlatform(pulumi.ComponentResource):
                 "karpenter",
                 config,
                 net,
-                tagged_subnets=len(
-                    config.network.private_subnet_ids
-                ),  # an existing VPC's; a new one's carry it
                 pod_identity_agent=self.pod_identity_agent,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]),
                 k8s_opts=k8s_opts,
@@ -101,9 +97,9 @@ class GpuPlatform(pulumi.ComponentResource):
     def _node_groups(
         self, name: str, config: PlatformConfig, net: Network, sizes: dict[str, int]
     ) -> tuple[aws.eks.NodeGroup, list[tuple[Pool, aws.eks.NodeGroup]]]:
-        """The system group, and each GPU pool with its node group; after the cluster and the role's policies."""
+        """The system group, and each GPU pool with its node group: created after the cluster and the role's
+        policy attachments, deleted before them."""
         role, attachments = node_role(f"{name}-node", pulumi.ResourceOptions(parent=self))
-        # Node groups come after the cluster and the role's policy attachments, and go before them.
         after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[self.cluster, *attachments])
         common = {
             "cluster_name": config.cluster_name,

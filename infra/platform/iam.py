@@ -8,25 +8,17 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-EC2_TRUST_POLICY: dict[str, Any] = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
-    ],
-}
 
+def trust_policy(service: str, action: str | list[str]) -> dict[str, Any]:
+    """A role's trust policy: AWS ``service`` may assume it (``action``, as the policy writes it)."""
+    statement = {"Effect": "Allow", "Principal": {"Service": service}, "Action": action}
+    return {"Version": "2012-10-17", "Statement": [statement]}
+
+
+EC2_TRUST_POLICY = trust_policy("ec2.amazonaws.com", "sts:AssumeRole")
 # Roles that pods assume through EKS Pod Identity (the autoscaler, the CloudWatch agent):
 # the agent's service principal, with TagSession for the session tags it sets.
-POD_IDENTITY_TRUST_POLICY: dict[str, Any] = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "pods.eks.amazonaws.com"},
-            "Action": ["sts:AssumeRole", "sts:TagSession"],
-        }
-    ],
-}
+POD_IDENTITY_TRUST_POLICY = trust_policy("pods.eks.amazonaws.com", ["sts:AssumeRole", "sts:TagSession"])
 
 # What a managed node needs: join the cluster, pull images (pull-only, not the
 # broader ReadOnly), and run the VPC CNI. Pods get their own AWS access through

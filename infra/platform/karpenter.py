@@ -1,11 +1,7 @@
-"""Karpenter, for the GPU pools whose provisioner is karpenter: controller, IAM, interruption queue, node
-classes and NodePools.
-
-What a pool's nodes carry is nodepool.py's (the same contract as a node group's); this module
-declares the AWS side Karpenter's getting-started template lists (v1.15 ``cloudformation.yaml``),
-scoped to this cluster, and the controller on the system nodes with EKS Pod Identity. Karpenter
-nodes get their own role and access entry: EKS already made one for the node groups' role.
-Why and when to choose it: docs/decisions/0080-karpenter-or-managed-node-groups.md.
+"""Karpenter for the pools whose provisioner is karpenter: the AWS side of its v1.15 getting-started template
+(``cloudformation.yaml``) scoped to this cluster, the controller with Pod Identity, and each pool's
+nodepool.py objects (docs/platform.md, "Karpenter pools"; why and when: decision 0080). Its nodes get their
+own role and access entry: EKS already made one for the node groups' role.
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ from typing import Any
 
 import pulumi
 import pulumi_aws as aws
-import pulumi_kubernetes as k8s
 from pydantic.alias_generators import to_camel
 
 from infra.platform import iam, nodepool
@@ -163,12 +158,9 @@ def pool_manifests(
 ) -> list[dict[str, Any]]:
     """A Karpenter pool's objects: its EC2NodeClass, NodePool and (time-sliced) NodeOverlay."""
     settings, karpenter = pool.settings, pool.settings.karpenter_settings
-    metadata = {to_camel(key): value for key, value in METADATA_OPTIONS.items()}  # the node groups' IMDS
-    ebs = {
-        "volumeType": ROOT_VOLUME["volume_type"],
-        "encrypted": ROOT_VOLUME["encrypted"] == "true",
-        "deleteOnTermination": ROOT_VOLUME["delete_on_termination"] == "true",
-    }
+    # The node groups' IMDS and root volume, camelCase, the launch template's "true" and "false" as booleans.
+    metadata = {to_camel(key): value for key, value in METADATA_OPTIONS.items()}
+    ebs = {to_camel(k): v == "true" if v in ("true", "false") else v for k, v in ROOT_VOLUME.items()}
     node_class = nodepool.ec2_node_class(
         pool.name,
         role=node_role_name,
@@ -183,37 +175,22 @@ def pool_manifests(
         pool.contract,
         instance_types=list(settings.instance_types),
         capacity_types=list(settings.capacity_types),
-        max_nodes=settings.max_size,
-        gpu_limit=karpenter.gpu_limit,
+        gpu_limit=pool.reach,
         disruption={
             "consolidationPolicy": karpenter.consolidation_policy,
             "consolidateAfter": karpenter.consolidate_after,
-            "budget": karpenter.disruption_budget,
+            "budgets": [{"nodes": karpenter.disruption_budget}],
         },
     )
     overlay = nodepool.node_overlay(pool.contract)
     return [node_class, pool_object, *([overlay] if overlay else [])]
 
 
-def _release(
-    name: str, chart: str, values: Any, opts: pulumi.ResourceOptions, **extra: Any
-) -> k8s.helm.v3.Release:
-    return helm_release(
-        name,
-        chart,
-        REPOSITORY,
-        version=nodepool.VERSION,
-        namespace=NAMESPACE,
-        values=values,
-        opts=opts,
-        **extra,
-    )
-
-
 def _tag_subnets(
     name: str, net: Network, count: int, cluster_name: str, opts: pulumi.ResourceOptions
 ) -> None:
-    """An existing VPC's private subnets get the tag by which Karpenter finds them."""
+    """An existing VPC's ``count`` private subnets get the tag by which Karpenter finds them (a new VPC's
+    carry it from the start: none)."""
     for index in range(count):
         aws.ec2.Tag(
             f"{name}-subnet-{index}",
@@ -251,7 +228,6 @@ def karpenter(
     config: PlatformConfig,
     net: Network,
     *,
-    tagged_subnets: int,
     pod_identity_agent: pulumi.Resource,
     opts: pulumi.ResourceOptions,
     k8s_opts: pulumi.ResourceOptions,
@@ -262,20 +238,14 @@ def karpenter(
     access = aws.eks.AccessEntry(
         f"{name}-node-access", cluster_name=cluster_name, principal_arn=role.arn, type="EC2_LINUX", opts=opts
     )
-    _tag_subnets(name, net, tagged_subnets, cluster_name, opts)
+    _tag_subnets(name, net, len(config.network.private_subnet_ids), cluster_name, opts)
     queue = _interruption_queue(name, opts)
-    document = pulumi.Output.all(iam.account_id(opts), iam.partition(opts), queue.arn, role.arn).apply(
-        lambda a: json.dumps(
-            controller_policy(
-                cluster_name=cluster_name,
-                region=region,
-                account_id=a[0],
-                partition=a[1],
-                queue_arn=a[2],
-                node_role_arn=a[3],
-            )
-        )
-    )
+    document = pulumi.Output.all(
+        account_id=iam.account_id(opts),
+        partition=iam.partition(opts),
+        queue_arn=queue.arn,
+        node_role_arn=role.arn,
+    ).apply(lambda a: json.dumps(controller_policy(cluster_name=cluster_name, region=region, **a)))
     identity = iam.pod_identity(
         name,
         (f"{name}-controller", f"{name}-controller"),
@@ -285,16 +255,19 @@ def karpenter(
     )
     spot = spot_role(f"{name}-spot", config.karpenter_pools, config.create_spot_service_linked_role, opts)
     # The CRD chart keeps the CRDs current on upgrades (Helm never upgrades a chart's crds/ folder).
-    crds = _release(f"{name}-crd", CRD_CHART, {}, k8s_opts)
+    pinned = {"version": nodepool.VERSION, "namespace": NAMESPACE}
+    crds = helm_release(f"{name}-crd", CRD_CHART, REPOSITORY, values={}, opts=k8s_opts, **pinned)
     after = pulumi.ResourceOptions(
         depends_on=[crds, *identity, pod_identity_agent, access, *attachments, *spot]
     )
-    release = _release(
+    release = helm_release(
         name,
         CHART,
-        helm_values(config, queue.name),  # only the queue name waits for AWS
-        pulumi.ResourceOptions.merge(k8s_opts, after),
+        REPOSITORY,
+        values=helm_values(config, queue.name),  # only the queue name waits for AWS
+        opts=pulumi.ResourceOptions.merge(k8s_opts, after),
         skip_crds=True,
+        **pinned,
     )
     on_release = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[crds, release]))
     return [

@@ -1,9 +1,5 @@
-"""Kueue for the stack's ``teams:``: its pinned chart, the teams' namespaces and the queue objects.
-
-Thin: the objects are :mod:`infra.platform.kueue_objects`' manifests, the chart's values
-say where Kueue acts (the teams' namespaces only: its Job webhook fails closed). Declared by
-``GpuPlatform`` only when ``teams:`` is set. Decision 0099.
-"""
+"""Kueue for the stack's ``teams:`` (none without): its pinned chart, the teams' namespaces and
+:mod:`infra.platform.kueue_objects`' manifests; the chart's values and why: decision 0099."""
 
 from __future__ import annotations
 
@@ -27,9 +23,8 @@ IMAGE = {"repository": "registry.k8s.io/kueue/kueue", "tag": f"v{VERSION}", "pul
 
 
 REPLICAS = 2
-"""Two controllers (one leads, both serve the webhooks and the visibility API) and a disruption budget of
-one: the chart always registers the visibility APIServices, and while no pod serves them API discovery
-fails and namespace deletion stalls in every namespace (decision 0099)."""
+"""Two controllers and a disruption budget of one: the visibility APIServices the chart registers
+must always be served, or namespace deletion stalls everywhere (decision 0099)."""
 SPREAD = {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}
 
 
@@ -58,9 +53,9 @@ def helm_values(config: PlatformConfig) -> dict[str, Any]:
 
 
 def _resource_name(manifest: dict[str, Any]) -> str:
-    where = manifest["metadata"].get("namespace")
+    metadata = manifest["metadata"]  # a namespaced object's name comes after its namespace
     return "-".join(
-        ["kueue", manifest["kind"].lower(), *([where] if where else []), manifest["metadata"]["name"]]
+        filter(None, ("kueue", manifest["kind"].lower(), metadata.get("namespace"), metadata["name"]))
     )
 
 

@@ -1,18 +1,12 @@
-"""Kueue's objects for the stack's ``teams:``, as plain manifests (pure: no cloud, no Pulumi).
-
-Per pool a ResourceFlavor carrying the pool's labels and the contract's toleration; per team
-a ClusterQueue in one cohort, scoped to its namespace, and a LocalQueue ``default`` there;
-the platform's WorkloadPriorityClasses; and the controller's manager config. The platform
-declares these (:mod:`infra.platform.kueue`), the local harness applies the same dicts to the
-real controller. Decision 0099.
-"""
+"""Kueue's objects for the stack's ``teams:`` as plain manifests (pure), declared by :mod:`infra.platform.kueue`
+and applied as they are by the local harness; each object and why: decision 0099, "What the platform declares"."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from infra.platform.team_config import TeamConfig
+from infra.platform.team_config import QuotaConfig, TeamConfig
 from infra.workloads.component import IMAGE_PULL_MINUTES, SCALE_UP_MINUTES, STARTUP_MINUTES
 from infra.workloads.placement import GPU_RESOURCE, Placement
 from infra.workloads.queues import COHORT, DEFAULT_QUEUE, PRIORITY_CLASSES
@@ -56,16 +50,12 @@ def resource_flavor(placement: Placement, pool: str) -> dict[str, Any]:
     )
 
 
-def _quota(settings: Any) -> dict[str, Any]:
+def _quota(settings: QuotaConfig) -> dict[str, Any]:
     """A flavor's GPU quota, its quantities written as the API server stores them: Kueue's defaulting
     webhook re-marshals a ClusterQueue on create, so a JSON 2 is kept as "2", and pulumi-kubernetes
     would show the number as a change on every preview after."""
-    limits = {
-        "nominalQuota": settings.nominal_quota,
-        "borrowingLimit": settings.borrowing_limit,
-        "lendingLimit": settings.lending_limit,
-    }
-    return {"name": GPU_RESOURCE, **{k: str(v) for k, v in limits.items() if v is not None}}
+    limits = settings.model_dump(by_alias=True, exclude_none=True)  # nominalQuota and the limits set
+    return {"name": GPU_RESOURCE, **{k: str(v) for k, v in limits.items()}}
 
 
 def cluster_queue(team: str, config: TeamConfig) -> dict[str, Any]:

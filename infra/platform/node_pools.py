@@ -21,9 +21,8 @@ WHOLE_GPUS = "whole-gpus"
 # Our own discovery tag: EKS tags every managed group's ASG for discovery, the system group's too.
 AUTOSCALED_TAG = "eks-gpu/autoscaled"
 AUTOSCALED_VALUE = "true"
-# What the kubelet of the EKS AL2023 AMIs keeps of the root volume (nodeadm, awslabs/amazon-eks-ami
-# nodeadm/internal/kubelet/config.go: kubeReserved ephemeral-storage "1Gi", evictionHard
-# nodefs.available "10%"); the filesystem itself is a little smaller than the volume (XFS metadata).
+# What nodeadm's kubelet keeps of the root volume, and the XFS filesystem's overhead: sources in
+# docs/platform.md, "Scale from zero".
 KUBE_RESERVED_EPHEMERAL_GIB = 1
 EVICTION_NODEFS_AVAILABLE = 0.10
 FILESYSTEM_OVERHEAD = 0.01

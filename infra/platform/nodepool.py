@@ -1,10 +1,8 @@
 """A Karpenter GPU pool as Kubernetes objects: its NodePool, EC2NodeClass and NodeOverlay. Pure.
 
-The NodePool carries the same contract as a pool's managed node group (node_pools.py,
-placement.py): the taint, the contract's and the pool's labels, the device plugin's config
-label, arm64, the pool's instance and capacity types; its GPU limit is what ``maxSize`` nodes
-advertise. Shapes are Karpenter's v1 API at the pinned version (sigs.k8s.io/karpenter
-``pkg/apis/crds``, karpenter-provider-aws ``pkg/apis/crds``); tests apply them to those CRDs.
+What they carry (a node group's contract) and why: docs/platform.md, "Karpenter pools". Shapes are Karpenter's
+v1 API at the pinned version (sigs.k8s.io/karpenter and karpenter-provider-aws ``pkg/apis/crds``); tests apply
+them to those CRDs.
 """
 
 from __future__ import annotations
@@ -67,21 +65,17 @@ def nodepool(
     *,
     instance_types: list[str],
     capacity_types: list[str],
-    max_nodes: int,
-    disruption: Mapping[str, str],
-    gpu_limit: int | None = None,
+    disruption: Mapping[str, Any],
+    gpu_limit: int,
 ) -> dict[str, Any]:
-    """The pool's NodePool: its nodes carry exactly what a node group's would (the contract).
-
-    ``disruption`` has ``consolidationPolicy``, ``consolidateAfter`` and ``budget`` (nodes).
-    """
+    """The pool's NodePool: its nodes carry exactly what a node group's would (the contract);
+    ``disruption`` is its ``spec.disruption`` (consolidation and budgets)."""
     requirements = [
         _requirement("kubernetes.io/arch", ["arm64"]),
         _requirement("kubernetes.io/os", ["linux"]),
         _requirement("node.kubernetes.io/instance-type", list(instance_types)),
         _requirement(CAPACITY_TYPE_LABEL, [CAPACITY_TYPES[c] for c in capacity_types]),
     ]
-    limit = gpu_limit if gpu_limit is not None else max_nodes * pool.slots_per_node
     return {
         "apiVersion": API,
         "kind": "NodePool",
@@ -102,24 +96,16 @@ def nodepool(
                 },
             },
             # Counted in what a node advertises: time-sliced slots on a shared pool (the overlay says so).
-            "limits": {GPU_RESOURCE: str(limit)},
-            "disruption": {
-                "consolidationPolicy": disruption["consolidationPolicy"],
-                "consolidateAfter": disruption["consolidateAfter"],
-                "budgets": [{"nodes": disruption["budget"]}],
-            },
+            "limits": {GPU_RESOURCE: str(gpu_limit)},
+            "disruption": dict(disruption),
         },
     }
 
 
 def node_overlay(pool: GpuPool) -> dict[str, Any] | None:
-    """What a time-sliced pool's nodes advertise, told to Karpenter's scheduling (None: whole GPUs).
-
-    Karpenter sizes nodes from the instance type's GPUs; the device plugin advertises each one
-    ``replicas`` times. The overlay's capacity replaces the type's (cloudprovider/types.go
-    ``ApplyCapacityOverlay``: ``lo.Assign``) for this NodePool's nodes only. Alpha: the controller
-    runs with the NodeOverlay feature gate (karpenter.py).
-    """
+    """What a time-sliced pool's nodes advertise (GPUs x replicas), told to Karpenter's scheduling (None: whole
+    GPUs); why: docs/platform.md, "Karpenter pools". Its capacity replaces the type's for this NodePool's nodes
+    (cloudprovider/types.go ``ApplyCapacityOverlay``); alpha, behind a feature gate (karpenter.py)."""
     if not pool.shared:
         return None
     return {

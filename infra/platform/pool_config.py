@@ -187,3 +187,10 @@ class Pool:
     def karpenter(self) -> bool:
         """Provisioned by Karpenter: no node group (unless kept while moving), nothing for Cluster Autoscaler."""
         return self.settings.provisioner == "karpenter"
+
+    @property
+    def reach(self) -> int:
+        """The most nvidia.com/gpu the pool can ever have: maxSize x GPUs per node x slices (Karpenter: gpuLimit
+        when set): its NodePool's limit and what teams' quotas are checked against."""
+        limit = self.settings.karpenter_settings.gpu_limit if self.karpenter else None
+        return limit if limit is not None else self.settings.max_size * self.contract.slots_per_node

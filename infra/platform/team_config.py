@@ -1,8 +1,5 @@
-"""``teams:``: which team may use how many GPUs of which pool, through Kueue (decision 0099).
-
-Quotas count ``nvidia.com/gpu`` as a pool's nodes advertise it: slices on a time-sliced
-pool. Checked against the pools before anything is declared (:func:`check_teams`).
-"""
+"""``teams:``: which team may use how many GPUs (slices on a time-sliced pool) of which pool, through Kueue,
+checked against the pools before anything is declared (:func:`check_teams`; decision 0099)."""
 
 from __future__ import annotations
 
@@ -67,22 +64,14 @@ class TeamConfig(Section):
     """true lets the team's Jobs start with fewer pods than their parallelism (GpuJob min_parallelism)."""
 
 
-def reach(pool: Pool) -> int:
-    """The most nvidia.com/gpu a pool can ever have: maxSize x GPUs per node x slices (Karpenter: gpuLimit)."""
-    settings = pool.settings
-    if pool.karpenter and settings.karpenter_settings.gpu_limit is not None:
-        return settings.karpenter_settings.gpu_limit
-    return settings.max_size * settings.slots_per_node
-
-
 def _reach_words(pool: Pool) -> str:
     settings = pool.settings
     if pool.karpenter and settings.karpenter_settings.gpu_limit is not None:
-        return f"its karpenter.gpuLimit, {reach(pool)}"
+        return f"its karpenter.gpuLimit, {pool.reach}"
     contract = pool.contract
     return (
         f"maxSize {settings.max_size} x {contract.gpus_per_node} GPU(s) per node x "
-        f"{contract.time_slicing_replicas} slice(s) = {reach(pool)}"
+        f"{contract.time_slicing_replicas} slice(s) = {pool.reach}"
     )
 
 
@@ -109,10 +98,8 @@ def check_teams(teams: Mapping[str, TeamConfig], pools: Sequence[Pool], taken: M
                     f".teams.{team}.quotas.{name}: no GPU pool is called {name!r}; allowed: "
                     f"{', '.join(by_name)} (the gpuPools keys)"
                 )
-            pool = by_name[name]
-            if quota.borrowing_limit is not None and quota.nominal_quota + quota.borrowing_limit > reach(
-                pool
-            ):
+            pool, borrowing = by_name[name], quota.borrowing_limit
+            if borrowing is not None and quota.nominal_quota + borrowing > pool.reach:
                 raise ValueError(
                     f".teams.{team}.quotas.{name}: nominalQuota {quota.nominal_quota} + borrowingLimit "
                     f"{quota.borrowing_limit} is more than pool {name!r} can ever have ({_reach_words(pool)} "
@@ -120,7 +107,7 @@ def check_teams(teams: Mapping[str, TeamConfig], pools: Sequence[Pool], taken: M
                 )
     for name, pool in by_name.items():
         shares = {team: c.quotas[name].nominal_quota for team, c in teams.items() if name in c.quotas}
-        if sum(shares.values()) > reach(pool):
+        if sum(shares.values()) > pool.reach:
             raise ValueError(
                 f".teams: the nominalQuota of {' + '.join(f'{t} {n}' for t, n in shares.items())} on pool "
                 f"{name!r} sum to {sum(shares.values())}, more than it can ever have ({_reach_words(pool)} "

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.platform.config import ConfigError, GpuPoolConfig, PlatformConfig, json_schema, load, resolve
+from infra.platform.config import ConfigError, GpuPoolConfig, PlatformConfig, json_schema, load, words
 from infra.platform.network import subnet_layout
 from tests.platform.test_config_docs import _keys
 
@@ -385,9 +385,9 @@ TEAM = "vision"
 
 
 def _schema_node(key: str) -> dict:
-    node = resolve(json_schema())
+    node = words().resolve(json_schema())
     for part in key.split("."):
-        node = resolve(
+        node = words().resolve(
             next(iter(node["patternProperties"].values()))
             if part in ("<pool>", "<team>")
             else node["properties"][part]

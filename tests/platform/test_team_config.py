@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from infra.platform.config import ConfigError, load
-from infra.platform.team_config import reach
 from infra.workloads.placement import Placement
 from infra.workloads.queues import TeamQueue
 
@@ -69,7 +68,7 @@ def test_teams_reach_the_contract_and_round_trip_through_the_export() -> None:
 
 def test_reach_counts_slices_on_a_time_sliced_pool() -> None:
     config = _load({})
-    assert {p.name: reach(p) for p in config.pools} == {"inference": 8, "training": 4}
+    assert {p.name: p.reach for p in config.pools} == {"inference": 8, "training": 4}
 
 
 def test_quotas_summing_to_exactly_what_a_pool_reaches_are_fine() -> None:
