@@ -184,10 +184,8 @@ def karpenter_pool_routing(resource_type: str, props: Mapping[str, Any], placeme
     found = []
     for path, pod in pod_specs_of(resource_type, props):
         lands = [p for p in placement.pools if gpu_limit(pod) and fits(pod, _pool_node(placement, p)).fits]
-        on_groups, on_karpenter = (
-            [p.name for p in lands if not p.karpenter],
-            [p.name for p in lands if p.karpenter],
-        )
+        on_groups = [p.name for p in lands if not p.karpenter]
+        on_karpenter = [p.name for p in lands if p.karpenter]
         if on_groups and on_karpenter:
             found.append(
                 f"{path} can land on node-group pool(s) {on_groups} and on Karpenter pool(s) {on_karpenter}: "
@@ -476,13 +474,16 @@ class StackView:
 
 
 def stack_view(
-    resources: Resources, links: Links | None = None, placement: Placement | None = None
+    resources: Resources,
+    links: Links | None = None,
+    placement: Placement | tuple[Placement, ...] | None = None,
 ) -> StackView:
-    """``resources`` with plain properties; ``placement``: an explicit contract (pack config), else the declared one."""
-    return StackView(
-        contracts=(placement,) if placement is not None else declared_contracts(resources, links),
-        overrides=node_group_overrides(resources, links),
-    )
+    """``resources`` with plain properties; ``placement``: an explicit contract (pack config), or the
+    contracts :func:`declared_contracts` found (computed once by the caller); None: the declared ones."""
+    if isinstance(placement, Placement):
+        placement = (placement,)
+    contracts = declared_contracts(resources, links) if placement is None else placement
+    return StackView(contracts, node_group_overrides(resources, links))
 
 
 def _under_any(contracts: Sequence[Placement], judge: Callable[[Placement], list[Any]]) -> list[Any]:
@@ -525,15 +526,10 @@ def check(
 ) -> list[Violation]:
     """Run every rule at its default level over (type, name, props) triples, as the pack does.
 
-    ``placement``: judge by this contract (as pack config would), or by these (the ones
-    :func:`declared_contracts` found, computed once by the caller); None: by the ones the
-    stack declares. ``links``: parents and dependencies.
-    Levels are the Pulumi CLI's to override (``--policy-pack-config``).
+    ``placement`` and ``links``: as :func:`stack_view` takes them. Levels are the Pulumi CLI's
+    to override (``--policy-pack-config``).
     """
-    if isinstance(placement, tuple):
-        view = StackView(contracts=placement, overrides=node_group_overrides(resources, links))
-    else:
-        view = stack_view(resources, links, placement)
+    view = stack_view(resources, links, placement)
     return [
         Violation(spec.name, spec.default_level, resource, message)
         for spec in RULES
