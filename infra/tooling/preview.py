@@ -26,11 +26,7 @@ from infra.tooling.agents import (
     nodepool_template,
 )
 from infra.tooling.agents import table as agent_table
-from infra.tooling.chart_models import (
-    DEVICE_PLUGIN_CHART,
-    ChartUnavailable,
-    is_device_plugin,
-)
+from infra.tooling.chart_models import DEVICE_PLUGIN_CHART, ChartUnavailable, is_device_plugin
 from infra.tooling.costs import lines as cost_lines
 from infra.tooling.costs import stack_cost
 from infra.tooling.gomod import GoModuleUnavailable
