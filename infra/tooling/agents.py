@@ -23,6 +23,8 @@ from infra.workloads.scheduling import Node, fits, gpu_limit, tolerates
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ADDON = "aws:eks/addon:Addon"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODE_OVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
 CLUSTER = "eks:index:Cluster"
 INTENT_ANNOTATION = "eks-gpu/runs-on"
 """Optional DaemonSet annotation stating where it is meant to run: ``gpu-nodes``, ``all-nodes`` or ``none``."""
@@ -89,9 +91,6 @@ def is_gpu_instance_type(instance_type: Any) -> bool:
     return str(instance_type).startswith(GPU_INSTANCE_PREFIXES)
 
 
-NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
-
-
 def nodepool_requirement(props: Mapping[str, Any], key: str) -> list[Any]:
     """The values a Karpenter NodePool's template allows for ``key`` (its ``In`` requirements)."""
     spec = ((props.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -154,9 +153,6 @@ def sized(instance_type: Any) -> dict[str, int] | None:
         return None
     offered = allocatable(instance_type)
     return {"cpu": offered.cpu_millis, "memory": offered.memory_mib}
-
-
-NODE_OVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
 
 
 def nodepool_name(name: str, props: Mapping[str, Any]) -> str:
@@ -227,9 +223,9 @@ def contract_groups(placement: Placement) -> list[Group]:
     ]
 
 
-def _json(props: Mapping[str, Any], key: str = "configurationValues") -> Mapping[str, Any] | None:
+def _json(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """Parsed configurationValues; ``{}`` when not set; None when not known (unknown, or not a JSON object)."""
-    value = props.get(key, "")
+    value = props.get("configurationValues", "")
     if value == "" or isinstance(value, Mapping):
         return value or {}
     try:
@@ -367,12 +363,10 @@ def _addon_agents(props: Mapping[str, Any], resource: str) -> list[Agent]:
             Agent(f"{ds} ({addon})", CLOUDWATCH_INTENTS[ds], known, pod, resource) for ds, pod in pods.items()
         ]
     pods = chart_models.node_monitoring_pods(configuration)
-    dcgm, dcgm_pod = f"dcgm-server ({addon}, amd64 only)", pods["dcgm-server (node monitoring)"]
+    agent, dcgm = pods["eks-node-monitoring-agent"], pods["dcgm-server (node monitoring)"]
     return [
-        Agent(
-            f"eks-node-monitoring-agent ({addon})", ALL, known, pods["eks-node-monitoring-agent"], resource
-        ),
-        Agent(dcgm, NONE, DCGM_SERVER_ON_ARM, dcgm_pod, resource),
+        Agent(f"eks-node-monitoring-agent ({addon})", ALL, known, agent, resource),
+        Agent(f"dcgm-server ({addon}, amd64 only)", NONE, DCGM_SERVER_ON_ARM, dcgm, resource),
     ]
 
 
@@ -449,14 +443,9 @@ def table(found: Sequence[Landing]) -> list[str]:
     groups = list(found[0].where)
     rows = [["agent (DaemonSet)", "meant for", *groups, "verdict"]]
     for landing in found:
+        unknown = landing.agent.pod is None
         verdict = (
-            "VIOLATION"
-            if landing.problems
-            else "unknown"
-            if landing.agent.pod is None
-            else "check"
-            if landing.advice
-            else "ok"
+            "VIOLATION" if landing.problems else "unknown" if unknown else "check" if landing.advice else "ok"
         )
         rows.append([landing.agent.name, landing.agent.intent, *(landing.where[g] for g in groups), verdict])
     return aligned(rows)
