@@ -24,6 +24,7 @@ from infra.workloads.queues import PRIORITY_CLASSES, PRIORITY_LABEL, QUEUE_LABEL
 Resources = Sequence[tuple[str, str, Mapping[str, Any]]]
 KUEUE = "kubernetes:kueue.x-k8s.io/"
 JOB = "kubernetes:batch/v1:Job"
+SCOPE_FIX = "select the team's namespace, e.g. {matchLabels: {kubernetes.io/metadata.name: <namespace>}}"
 
 
 def _kind(resource_type: str, kind: str) -> bool:
@@ -79,21 +80,17 @@ def cluster_queue_scoped(resources: Resources, placement: Placement) -> list[tup
     for t, n, p in resources:
         if not _kind(t, "ClusterQueue"):
             continue
+        key = resource_key(t, n)
         spec = p.get("spec") if isinstance(p.get("spec"), Mapping) else {}
         selector = spec.get("namespaceSelector")
         if not selector:
-            found.append(
-                (
-                    resource_key(t, n),
-                    (
-                        "has no spec.namespaceSelector, so it admits no namespace's Jobs (Kueue: nil selects nothing)"
-                        if selector is None
-                        else "has spec.namespaceSelector {}, which selects every namespace: any Job there draws on "
-                        "this team's quota"
-                    )
-                    + "; select the team's namespace, e.g. {matchLabels: {kubernetes.io/metadata.name: <namespace>}}",
-                )
+            why = (
+                "has no spec.namespaceSelector, so it admits no namespace's Jobs (Kueue: nil selects nothing)"
+                if selector is None
+                else "has spec.namespaceSelector {}, which selects every namespace: any Job there draws on "
+                "this team's quota"
             )
+            found.append((key, f"{why}; {SCOPE_FIX}"))
         named = [
             f.get("name")
             for group in spec.get("resourceGroups") or []
@@ -102,13 +99,9 @@ def cluster_queue_scoped(resources: Resources, placement: Placement) -> list[tup
         ]
         unknown = [name for name in named if name not in flavors]
         if unknown:
-            found.append(
-                (
-                    resource_key(t, n),
-                    f"names flavor(s) {unknown} that the stack does not declare (declared: "
-                    f"{', '.join(sorted(flavors)) or 'none'}): Kueue keeps the queue inactive (FlavorNotFound)",
-                )
-            )
+            declared = ", ".join(sorted(flavors)) or "none"
+            why = f"names flavor(s) {unknown} that the stack does not declare (declared: {declared})"
+            found.append((key, f"{why}: Kueue keeps the queue inactive (FlavorNotFound)"))
     return found
 
 
