@@ -326,10 +326,8 @@ def project_report(
         )
         blocks += teams
     violations = check_policies(policy_resources, contracts, links=links)
-    blocks.append(
-        "\npolicy pack (policy/): "
-        + ("no violations" if not violations else f"{len(violations)} violation(s)")
-    )
+    counted = f"{len(violations)} violation(s)" if violations else "no violations"
+    blocks.append(f"\npolicy pack (policy/): {counted}")
     shown = {r.urn: f"{r.type} {r.name}" for r in run.resources}  # violations name resources by URN
     blocks += [f"  [{v.level}] {v.rule}: {shown.get(v.resource, v.resource)} {v.message}" for v in violations]
     return blocks, sum(1 for v in violations if v.level == "mandatory")
