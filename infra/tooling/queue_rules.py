@@ -156,12 +156,8 @@ def _promised(resources: Resources, placement: Placement) -> Iterator[tuple[str,
         name = _meta(p).get("name")
         if _kind(t, "ResourceFlavor") and name in promised:
             pool = ((p.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
-            yield (
-                resource_key(t, n),
-                pool,
-                promised[name],
-                _reach(resources, placement, pool) if pool else None,
-            )
+            reach = _reach(resources, placement, pool) if pool else None
+            yield resource_key(t, n), pool, promised[name], reach
 
 
 def flavor_quota_reachable(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
@@ -183,17 +179,12 @@ def priority_class_declared(resources: Resources, placement: Placement) -> list[
     """Mandatory: every kueue.x-k8s.io/priority-class a Job uses names a WorkloadPriorityClass the stack or its
     platform declares: Kueue cannot make a Workload for a Job naming a missing class (its lookup fails, the Job stays
     suspended; pkg/util/priority/priority.go)."""
-    declared = _named(resources, "WorkloadPriorityClass") | (
-        set(PRIORITY_CLASSES) if placement.queues else set()
-    )
+    declared = _named(resources, "WorkloadPriorityClass") | set(PRIORITY_CLASSES if placement.queues else ())
     if not declared:
         return []
+    listed = ", ".join(sorted(declared))
     return [
-        (
-            key,
-            f"uses priority class {name!r}, which is not declared (declared: {', '.join(sorted(declared))}); "
-            "use one of them",
-        )
+        (key, f"uses priority class {name!r}, which is not declared (declared: {listed}); use one of them")
         for key, _, name in _jobs_labelled(resources, PRIORITY_LABEL)
         if name not in declared
     ]
