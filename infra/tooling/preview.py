@@ -42,6 +42,10 @@ from infra.workloads.scheduling import Node, fits, pods_per_node, too_big
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_INPUTS = {"pulumi:providers:kubernetes": ("kubeconfig",)}
+# The report's section headings
+PLACEMENT = "\nplacement (can the pods be scheduled on the node group? N/node: GPU pods one node holds):"
+TOO_LARGE = "\ntoo large for every node of a pool it selects (allocatable after nodeadm's reserves):"
+TEAMS = "\nteams (Kueue): quota per pool in nvidia.com/gpu as the pool advertises it (slices when shared):"
 
 
 class PreviewError(Exception):
@@ -301,30 +305,18 @@ def project_report(
     blocks.append("\nGPU-relevant inputs:")
     blocks.append("\n".join(_gpu_inputs(run)) or "  (none)")
     if nodes and workloads_of(run):
-        blocks.append(
-            "\nplacement (can the pods be scheduled on the node group? N/node: GPU pods one node holds):"
-        )
-        blocks.append("\n".join(placement_table(run, nodes)))
-    too_large = size_notes(run, nodes) if nodes else []
-    if too_large:
-        blocks.append(
-            "\ntoo large for every node of a pool it selects (allocatable after nodeadm's reserves):"
-        )
-        blocks += too_large
-    notes = spot_notes(run)
-    if notes:
+        blocks += [PLACEMENT, "\n".join(placement_table(run, nodes))]
+    if nodes and (too_large := size_notes(run, nodes)):
+        blocks += [TOO_LARGE, *too_large]
+    if notes := spot_notes(run):
         blocks.append("\n" + "\n".join(notes))
     resources = [(r.type, r.name, r.inputs) for r in run.resources]
     if run.of_type(NODE_GROUP) or run.of_type(NODEPOOL):
         blocks.append("\nagents (DaemonSets): on which node groups (and Karpenter NodePools) each lands:")
         blocks.append("\n".join(agent_table(landings(resources, contracts[0]))))
         blocks.append("\n" + "\n".join(cost_lines(stack_cost(resources), region)))
-    teams = quota_lines(resources, contracts[0])
-    if teams:
-        blocks.append(
-            "\nteams (Kueue): quota per pool in nvidia.com/gpu as the pool advertises it (slices when shared):"
-        )
-        blocks += teams
+    if teams := quota_lines(resources, contracts[0]):
+        blocks += [TEAMS, *teams]
     violations = check_policies(policy_resources, contracts, links=links)
     counted = f"{len(violations)} violation(s)" if violations else "no violations"
     blocks.append(f"\npolicy pack (policy/): {counted}")
