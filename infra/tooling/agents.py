@@ -26,6 +26,10 @@ DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_OVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
 CLUSTER = "eks:index:Cluster"
+Props = Mapping[str, Any]
+"""A resource's properties (Pulumi's camelCase ones; a Kubernetes object's are its manifest)."""
+Resources = Sequence[tuple[str, str, Props]]
+"""The stack's resources as the rules and the preview read them: (type, name, properties)."""
 INTENT_ANNOTATION = "eks-gpu/runs-on"
 """Optional DaemonSet annotation stating where it is meant to run: ``gpu-nodes``, ``all-nodes`` or ``none``."""
 GPU, ALL, NONE = "gpu-nodes", "all-nodes", "none"
@@ -185,7 +189,7 @@ def _nodes_of(typ: str, name: str, props: Mapping[str, Any], slots: Mapping[str,
     return group_nodes(name, props) if typ == NODE_GROUP else ()
 
 
-def declared_nodes(resources: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[Node]:
+def declared_nodes(resources: Resources) -> list[Node]:
     """One node per node group or NodePool and instance type, offering what a real one would."""
     slots = overlay_gpus(resources)
     return [node for typ, name, props in resources for node in _nodes_of(typ, name, props, slots)]
@@ -299,9 +303,7 @@ def _daemonset_agent(name: str, props: Mapping[str, Any], resource: str, placeme
     return Agent(label, daemonset_intent(props, pod, placement), "as declared", pod, resource)
 
 
-def device_plugin_daemonsets(
-    name: str, props: Mapping[str, Any]
-) -> tuple[dict[str, dict[str, Any]] | None, str]:
+def device_plugin_daemonsets(name: str, props: Props) -> tuple[dict[str, dict[str, Any]] | None, str]:
     """The DaemonSets (name -> pod spec) the pinned chart renders for a device plugin Release, and how
     they were found; None, with the reason, when the version is not the pinned one or inputs are unknown.
     ``ChartUnavailable`` when the chart cannot be rendered here."""
@@ -317,9 +319,7 @@ def device_plugin_daemonsets(
     return rendered, f"Release values rendered by helm (chart {pinned})"
 
 
-def _device_plugin_agents(
-    name: str, props: Mapping[str, Any], resource: str, placement: Placement
-) -> list[Agent]:
+def _device_plugin_agents(name: str, props: Props, resource: str, placement: Placement) -> list[Agent]:
     """Every DaemonSet the pinned chart renders with the Release's values (the plugin, the MPS control
     daemon, GFD if enabled); one unknown agent when they cannot be rendered, saying why."""
     version = props.get("version")
@@ -370,7 +370,7 @@ def _addon_agents(props: Mapping[str, Any], resource: str) -> list[Agent]:
     ]
 
 
-def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Agent]:
+def agents_of(resources: Resources, placement: Placement) -> list[Agent]:
     """Every DaemonSet the resources install, with where it is meant to run and its scheduling fields."""
     found: list[Agent] = []
     for typ, name, props in resources:
@@ -424,7 +424,7 @@ def land(agent: Agent, groups: Sequence[Group], placement: Placement) -> Landing
     return Landing(agent, where, tuple(problems), (advice,) if agent.intent == ALL and partial else ())
 
 
-def landings(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Landing]:
+def landings(resources: Resources, placement: Placement) -> list[Landing]:
     """Every agent against the stack's node groups (or the contract's stand-ins if it declares none)."""
     groups = groups_of(resources, placement) or contract_groups(placement)
     return [land(agent, groups, placement) for agent in agents_of(resources, placement)]

@@ -18,6 +18,8 @@ from infra.tooling.agents import CLUSTER as PULUMI_EKS_CLUSTER
 from infra.tooling.agents import (
     NODE_GROUP,
     NODEPOOL,
+    Props,
+    Resources,
     is_gpu_node_group,
     is_gpu_nodepool,
     landings,
@@ -56,12 +58,9 @@ CONTROL_PLANE_LOGS = ("api", "audit", "authenticator")
 AGENT_KINDS = ("DaemonSet", "DaemonSetPatch")
 """Node agents: they tolerate every taint on purpose (``gpu-toleration-without-gpu`` leaves them be)."""
 
-Props = Mapping[str, Any]
-"""A resource's properties (Pulumi's camelCase ones; a Kubernetes object's are its manifest)."""
 Contracts = Placement | tuple[Placement, ...] | None
 """One contract (pack config), the ones :func:`declared_contracts` found, or None: the stack's own."""
 Rule = Callable[[str, Props, Placement], list[str]]
-Resources = Sequence[tuple[str, str, Props]]
 StackRule = Callable[[Resources, Placement], list[tuple[str, str]]]
 """Sees every resource of the stack at once; returns (resource, message) pairs."""
 

@@ -9,19 +9,18 @@ Served through :data:`infra.tooling.policy_rules.RULES` (decision 0099).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
 from infra.platform.instance_types import ARM_NVIDIA
-from infra.tooling.agents import NODE_GROUP, NODEPOOL, nodepool_template
+from infra.tooling.agents import NODE_GROUP, NODEPOOL, Resources, nodepool_template
 from infra.tooling.node_group_props import labels
 from infra.tooling.resource_keys import resource_key
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
 from infra.workloads.quantity import QuantityError, parse_quantity
 from infra.workloads.queues import PRIORITY_CLASSES, PRIORITY_LABEL, QUEUE_LABEL
 
-Resources = Sequence[tuple[str, str, Mapping[str, Any]]]
 KUEUE = "kubernetes:kueue.x-k8s.io/"
 JOB = "kubernetes:batch/v1:Job"
 SCOPE_FIX = "select the team's namespace, e.g. {matchLabels: {kubernetes.io/metadata.name: <namespace>}}"
