@@ -356,9 +356,7 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m infra.tooling.preview", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m infra.tooling.preview", description=__doc__)
     parser.add_argument(
         "--stack", default="dev", help="stack whose Pulumi.<stack>.yaml to use (default: dev)"
     )
