@@ -39,7 +39,7 @@ def chart_dir() -> Path:
 
 
 def helm() -> Path:
-    """The helm binary to render with, in the order the module docstring gives."""
+    """The helm binary to render with: $EKS_GPU_HELM, else the checkout's build, else helm on PATH."""
     candidates = [os.environ.get(HELM_ENV), CHECKOUT_CACHE / "bin" / "helm", shutil.which("helm")]
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
