@@ -16,14 +16,7 @@ from pulumi_policy import (
     proxy,
 )
 
-from infra.tooling.policy_rules import (
-    RULES,
-    Links,
-    RuleSpec,
-    placement_from_config,
-    stack_view,
-    violations,
-)
+from infra.tooling.policy_rules import RULES, Links, RuleSpec, placement_from_config, stack_view, violations
 from infra.tooling.resource_keys import Named
 from infra.workloads.placement import DEFAULT_PLACEMENT
 

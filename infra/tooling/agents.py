@@ -23,7 +23,13 @@ from infra.workloads.scheduling import Node, fits, gpu_limit, tolerates
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ADDON = "aws:eks/addon:Addon"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODE_OVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
 CLUSTER = "eks:index:Cluster"
+Props = Mapping[str, Any]
+"""A resource's properties (Pulumi's camelCase ones; a Kubernetes object's are its manifest)."""
+Resources = Sequence[tuple[str, str, Props]]
+"""The stack's resources as the rules and the preview read them: (type, name, properties)."""
 INTENT_ANNOTATION = "eks-gpu/runs-on"
 """Optional DaemonSet annotation stating where it is meant to run: ``gpu-nodes``, ``all-nodes`` or ``none``."""
 GPU, ALL, NONE = "gpu-nodes", "all-nodes", "none"
@@ -87,9 +93,6 @@ class Landing:
 
 def is_gpu_instance_type(instance_type: Any) -> bool:
     return str(instance_type).startswith(GPU_INSTANCE_PREFIXES)
-
-
-NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 
 
 def nodepool_requirement(props: Mapping[str, Any], key: str) -> list[Any]:
@@ -156,9 +159,6 @@ def sized(instance_type: Any) -> dict[str, int] | None:
     return {"cpu": offered.cpu_millis, "memory": offered.memory_mib}
 
 
-NODE_OVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
-
-
 def nodepool_name(name: str, props: Mapping[str, Any]) -> str:
     return str((props.get("metadata") or {}).get("name") or name)
 
@@ -189,7 +189,7 @@ def _nodes_of(typ: str, name: str, props: Mapping[str, Any], slots: Mapping[str,
     return group_nodes(name, props) if typ == NODE_GROUP else ()
 
 
-def declared_nodes(resources: Sequence[tuple[str, str, Mapping[str, Any]]]) -> list[Node]:
+def declared_nodes(resources: Resources) -> list[Node]:
     """One node per node group or NodePool and instance type, offering what a real one would."""
     slots = overlay_gpus(resources)
     return [node for typ, name, props in resources for node in _nodes_of(typ, name, props, slots)]
@@ -227,9 +227,9 @@ def contract_groups(placement: Placement) -> list[Group]:
     ]
 
 
-def _json(props: Mapping[str, Any], key: str = "configurationValues") -> Mapping[str, Any] | None:
+def _json(props: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """Parsed configurationValues; ``{}`` when not set; None when not known (unknown, or not a JSON object)."""
-    value = props.get(key, "")
+    value = props.get("configurationValues", "")
     if value == "" or isinstance(value, Mapping):
         return value or {}
     try:
@@ -303,9 +303,7 @@ def _daemonset_agent(name: str, props: Mapping[str, Any], resource: str, placeme
     return Agent(label, daemonset_intent(props, pod, placement), "as declared", pod, resource)
 
 
-def device_plugin_daemonsets(
-    name: str, props: Mapping[str, Any]
-) -> tuple[dict[str, dict[str, Any]] | None, str]:
+def device_plugin_daemonsets(name: str, props: Props) -> tuple[dict[str, dict[str, Any]] | None, str]:
     """The DaemonSets (name -> pod spec) the pinned chart renders for a device plugin Release, and how
     they were found; None, with the reason, when the version is not the pinned one or inputs are unknown.
     ``ChartUnavailable`` when the chart cannot be rendered here."""
@@ -321,9 +319,7 @@ def device_plugin_daemonsets(
     return rendered, f"Release values rendered by helm (chart {pinned})"
 
 
-def _device_plugin_agents(
-    name: str, props: Mapping[str, Any], resource: str, placement: Placement
-) -> list[Agent]:
+def _device_plugin_agents(name: str, props: Props, resource: str, placement: Placement) -> list[Agent]:
     """Every DaemonSet the pinned chart renders with the Release's values (the plugin, the MPS control
     daemon, GFD if enabled); one unknown agent when they cannot be rendered, saying why."""
     version = props.get("version")
@@ -367,16 +363,14 @@ def _addon_agents(props: Mapping[str, Any], resource: str) -> list[Agent]:
             Agent(f"{ds} ({addon})", CLOUDWATCH_INTENTS[ds], known, pod, resource) for ds, pod in pods.items()
         ]
     pods = chart_models.node_monitoring_pods(configuration)
-    dcgm, dcgm_pod = f"dcgm-server ({addon}, amd64 only)", pods["dcgm-server (node monitoring)"]
+    agent, dcgm = pods["eks-node-monitoring-agent"], pods["dcgm-server (node monitoring)"]
     return [
-        Agent(
-            f"eks-node-monitoring-agent ({addon})", ALL, known, pods["eks-node-monitoring-agent"], resource
-        ),
-        Agent(dcgm, NONE, DCGM_SERVER_ON_ARM, dcgm_pod, resource),
+        Agent(f"eks-node-monitoring-agent ({addon})", ALL, known, agent, resource),
+        Agent(f"dcgm-server ({addon}, amd64 only)", NONE, DCGM_SERVER_ON_ARM, dcgm, resource),
     ]
 
 
-def agents_of(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Agent]:
+def agents_of(resources: Resources, placement: Placement) -> list[Agent]:
     """Every DaemonSet the resources install, with where it is meant to run and its scheduling fields."""
     found: list[Agent] = []
     for typ, name, props in resources:
@@ -430,7 +424,7 @@ def land(agent: Agent, groups: Sequence[Group], placement: Placement) -> Landing
     return Landing(agent, where, tuple(problems), (advice,) if agent.intent == ALL and partial else ())
 
 
-def landings(resources: Sequence[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Landing]:
+def landings(resources: Resources, placement: Placement) -> list[Landing]:
     """Every agent against the stack's node groups (or the contract's stand-ins if it declares none)."""
     groups = groups_of(resources, placement) or contract_groups(placement)
     return [land(agent, groups, placement) for agent in agents_of(resources, placement)]
@@ -449,14 +443,9 @@ def table(found: Sequence[Landing]) -> list[str]:
     groups = list(found[0].where)
     rows = [["agent (DaemonSet)", "meant for", *groups, "verdict"]]
     for landing in found:
+        unknown = landing.agent.pod is None
         verdict = (
-            "VIOLATION"
-            if landing.problems
-            else "unknown"
-            if landing.agent.pod is None
-            else "check"
-            if landing.advice
-            else "ok"
+            "VIOLATION" if landing.problems else "unknown" if unknown else "check" if landing.advice else "ok"
         )
         rows.append([landing.agent.name, landing.agent.intent, *(landing.where[g] for g in groups), verdict])
     return aligned(rows)

@@ -36,12 +36,10 @@ def _rendered(values: str, release: str, namespace: str) -> dict[str, dict[str, 
         objects = pinned_chart.render(json.loads(values), release=release, namespace=namespace)
     except (pinned_chart.HelmNotFound, GoModuleUnavailable) as error:
         raise ChartUnavailable(str(error)) from None
-    except subprocess.CalledProcessError as error:
-        command = f"{Path(error.cmd[0]).name} {error.cmd[1]}"
-        raise ChartUnavailable(f"`{command}` failed: {error.stderr.strip()}") from None
-    except subprocess.TimeoutExpired as error:
-        command = f"{Path(error.cmd[0]).name} {error.cmd[1]}"
-        raise ChartUnavailable(f"`{command}` did not finish in {error.timeout:g} s") from None
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+        late = isinstance(error, subprocess.TimeoutExpired)
+        why = f"did not finish in {error.timeout:g} s" if late else f"failed: {error.stderr.strip()}"
+        raise ChartUnavailable(f"`{Path(error.cmd[0]).name} {error.cmd[1]}` {why}") from None
     return {o["metadata"]["name"]: o["spec"]["template"]["spec"] for o in objects if o["kind"] == "DaemonSet"}
 
 

@@ -17,9 +17,7 @@ class ManifestError(ValueError):
 
 def is_manifest_type(typ: str) -> bool:
     """Kubernetes API objects (not providers, Helm releases or other packages)."""
-    return (
-        typ.startswith("kubernetes:") and typ != HELM_RELEASE_TYPE and not typ.startswith("pulumi:providers")
-    )
+    return typ.startswith("kubernetes:") and typ != HELM_RELEASE_TYPE
 
 
 def yaml_documents(text: str) -> list[Any]:

@@ -17,8 +17,7 @@ import pulumi
 import pulumi.runtime
 import yaml
 
-# set_mocks takes a MockMonitor (its public ``monitor=`` parameter): only the monitor sees
-# parents, providers and options, which MockResourceArgs leaves out.
+# Not in pulumi.runtime's __all__, but what set_mocks(monitor=...) takes: why, decision 0030.
 from pulumi.runtime.mocks import MockMonitor
 
 from infra.tooling.manifests import manifest_of

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from infra.tooling.gomod import module_dir, pinned_version
-from infra.tooling.manifests import yaml_documents
+from infra.tooling.manifests import KUEUE, KUEUE_PINS, yaml_documents
 
 PINS = Path(__file__).resolve().parent / "chart-pins"
 MODULE = "github.com/NVIDIA/k8s-device-plugin"
@@ -39,7 +39,7 @@ def chart_dir() -> Path:
 
 
 def helm() -> Path:
-    """The helm binary to render with, in the order the module docstring gives."""
+    """The helm binary to render with: $EKS_GPU_HELM, else the checkout's build, else helm on PATH."""
     candidates = [os.environ.get(HELM_ENV), CHECKOUT_CACHE / "bin" / "helm", shutil.which("helm")]
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
@@ -67,15 +67,11 @@ def render(
     return yaml_documents(out)
 
 
-KUEUE_PINS = Path(__file__).resolve().parent / "kueue-pins"
-KUEUE_MODULE = "sigs.k8s.io/kueue"
-
-
 def kueue_chart_dir() -> Path:
     """Kueue's chart (``charts/kueue``) at the version ``kueue-pins`` pins (infra/platform/kueue.py installs it)."""
-    return module_dir(KUEUE_PINS, KUEUE_MODULE) / "charts" / "kueue"
+    return module_dir(KUEUE_PINS, KUEUE) / "charts" / "kueue"
 
 
 def kueue_version() -> str:
     """Kueue's pinned release, without its ``v``."""
-    return pinned_version(KUEUE_PINS, KUEUE_MODULE).removeprefix("v")
+    return pinned_version(KUEUE_PINS, KUEUE).removeprefix("v")

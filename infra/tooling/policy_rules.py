@@ -18,6 +18,8 @@ from infra.tooling.agents import CLUSTER as PULUMI_EKS_CLUSTER
 from infra.tooling.agents import (
     NODE_GROUP,
     NODEPOOL,
+    Props,
+    Resources,
     is_gpu_node_group,
     is_gpu_nodepool,
     landings,
@@ -56,13 +58,14 @@ CONTROL_PLANE_LOGS = ("api", "audit", "authenticator")
 AGENT_KINDS = ("DaemonSet", "DaemonSetPatch")
 """Node agents: they tolerate every taint on purpose (``gpu-toleration-without-gpu`` leaves them be)."""
 
-Rule = Callable[[str, Mapping[str, Any], Placement], list[str]]
-Resources = Sequence[tuple[str, str, Mapping[str, Any]]]
+Contracts = Placement | tuple[Placement, ...] | None
+"""One contract (pack config), the ones :func:`declared_contracts` found, or None: the stack's own."""
+Rule = Callable[[str, Props, Placement], list[str]]
 StackRule = Callable[[Resources, Placement], list[tuple[str, str]]]
 """Sees every resource of the stack at once; returns (resource, message) pairs."""
 
 
-def pod_specs_of(resource_type: str, props: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def pod_specs_of(resource_type: str, props: Props) -> list[tuple[str, dict[str, Any]]]:
     """(path, well-formed parts) of every pod spec of a Kubernetes object, found by shape
     (:mod:`infra.tooling.pod_props`): ``workload-settings`` names the malformed rest."""
     if not is_manifest_type(resource_type):
@@ -91,7 +94,7 @@ def _tolerates_gpu_taint(pod: Mapping[str, Any], placement: Placement) -> bool:
     return any(tolerates(t, placement.node_taint()) for t in pod.get("tolerations") or [])
 
 
-def gpu_workload_placement(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+def gpu_workload_placement(resource_type: str, props: Props, placement: Placement) -> list[str]:
     """Mandatory: every pod spec asking for GPUs, in any Kubernetes object, tolerates the GPU taint and selects GPU nodes."""
     problems = []
     for path, pod in pod_specs_of(resource_type, props):
@@ -110,9 +113,7 @@ def gpu_workload_placement(resource_type: str, props: Mapping[str, Any], placeme
     return problems
 
 
-def gpu_toleration_without_gpu(
-    resource_type: str, props: Mapping[str, Any], placement: Placement
-) -> list[str]:
+def gpu_toleration_without_gpu(resource_type: str, props: Props, placement: Placement) -> list[str]:
     """Advisory: tolerating the GPU taint without asking for a GPU squats on GPU nodes (DaemonSets exempt)."""
     if resource_type.rsplit(":", 1)[-1] in AGENT_KINDS:
         return []
@@ -124,7 +125,7 @@ def gpu_toleration_without_gpu(
     ]
 
 
-def helm_release_unseen(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+def helm_release_unseen(resource_type: str, props: Props, placement: Placement) -> list[str]:
     """Advisory: a Helm release's objects are not in its inputs, so no rule sees their pod specs."""
     if resource_type != HELM_RELEASE_TYPE:
         return []
@@ -136,9 +137,7 @@ def helm_release_unseen(resource_type: str, props: Mapping[str, Any], placement:
     ]
 
 
-def gpus_beyond_a_sliced_pool(
-    resource_type: str, props: Mapping[str, Any], placement: Placement
-) -> list[str]:
+def gpus_beyond_a_sliced_pool(resource_type: str, props: Props, placement: Placement) -> list[str]:
     """Mandatory: a container asking for more than one GPU can never run on a time-sliced pool, whose
     device plugin refuses it (``failRequestsGreaterThanOne``, per container) after the scheduler (which
     counts the pod's total against the node's slots) placed it and the autoscaler paid for the node.
@@ -166,7 +165,7 @@ def _beyond_sliced(pod: Mapping[str, Any], placement: Placement) -> list[str]:
     return found
 
 
-def karpenter_pool_routing(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+def karpenter_pool_routing(resource_type: str, props: Props, placement: Placement) -> list[str]:
     """Mandatory: where a cluster has both node-group and Karpenter pools, no GPU pod can land on both kinds
     (Cluster Autoscaler and Karpenter would each launch a node for it, and one would idle, paid), and every
     GPU NodePool carries the provisioner taint that keeps pods naming no pool off Karpenter (decision 0098)."""
@@ -184,10 +183,8 @@ def karpenter_pool_routing(resource_type: str, props: Mapping[str, Any], placeme
     found = []
     for path, pod in pod_specs_of(resource_type, props):
         lands = [p for p in placement.pools if gpu_limit(pod) and fits(pod, _pool_node(placement, p)).fits]
-        on_groups, on_karpenter = (
-            [p.name for p in lands if not p.karpenter],
-            [p.name for p in lands if p.karpenter],
-        )
+        on_groups = [p.name for p in lands if not p.karpenter]
+        on_karpenter = [p.name for p in lands if p.karpenter]
         if on_groups and on_karpenter:
             found.append(
                 f"{path} can land on node-group pool(s) {on_groups} and on Karpenter pool(s) {on_karpenter}: "
@@ -198,7 +195,7 @@ def karpenter_pool_routing(resource_type: str, props: Mapping[str, Any], placeme
     return found
 
 
-def gpu_node_group_contract(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+def gpu_node_group_contract(resource_type: str, props: Props, placement: Placement) -> list[str]:
     """Mandatory: every GPU node group, and every Karpenter GPU NodePool, carries the contract's taint and
     label (a node group in the EKS spelling, a NodePool in Kubernetes')."""
     if resource_type == NODEPOOL and is_gpu_nodepool(props):
@@ -217,12 +214,12 @@ def gpu_node_group_contract(resource_type: str, props: Mapping[str, Any], placem
     return found
 
 
-def node_group_settings(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+def node_group_settings(resource_type: str, props: Props, placement: Placement) -> list[str]:
     """Mandatory: a node group's taints, labels, instance types and sizes as EKS takes them (NO_SCHEDULE, not NoSchedule)."""
     return problems(props) if resource_type == NODE_GROUP else []
 
 
-def workload_settings(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+def workload_settings(resource_type: str, props: Props, placement: Placement) -> list[str]:
     """Mandatory: every pod spec's nodeSelector, tolerations, node affinity and GPU requests as Kubernetes takes them."""
     return pod_props.problems(props) if is_manifest_type(resource_type) else []
 
@@ -242,7 +239,7 @@ def _encrypts_secrets(encryption: Any) -> bool:
     )
 
 
-def security_baseline(resource_type: str, props: Mapping[str, Any], placement: Placement) -> list[str]:
+def security_baseline(resource_type: str, props: Props, placement: Placement) -> list[str]:
     """Mandatory: IMDSv2 on launch templates; cluster secrets encryption and control-plane logs."""
     if (
         resource_type == LAUNCH_TEMPLATE
@@ -346,9 +343,7 @@ class Links:
     dependencies: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
-def _launch_template(
-    key: str, props: Mapping[str, Any], templates: Mapping[str, Mapping[str, Any]], links: Links
-) -> Mapping[str, Any]:
+def _launch_template(key: str, props: Props, templates: Mapping[str, Props], links: Links) -> Props:
     """The launch template a node group uses, when the stack shows which one (else ``{}``).
 
     By the node group's ``launchTemplate.id`` or ``.name`` where those are known; else
@@ -475,14 +470,12 @@ class StackView:
     """Node group properties as EKS will see them (:func:`node_group_overrides`)."""
 
 
-def stack_view(
-    resources: Resources, links: Links | None = None, placement: Placement | None = None
-) -> StackView:
-    """``resources`` with plain properties; ``placement``: an explicit contract (pack config), else the declared one."""
-    return StackView(
-        contracts=(placement,) if placement is not None else declared_contracts(resources, links),
-        overrides=node_group_overrides(resources, links),
-    )
+def stack_view(resources: Resources, links: Links | None = None, placement: Contracts = None) -> StackView:
+    """``resources`` with plain properties, judged by ``placement`` (:data:`Contracts`)."""
+    if isinstance(placement, Placement):
+        placement = (placement,)
+    contracts = declared_contracts(resources, links) if placement is None else placement
+    return StackView(contracts, node_group_overrides(resources, links))
 
 
 def _under_any(contracts: Sequence[Placement], judge: Callable[[Placement], list[Any]]) -> list[Any]:
@@ -518,22 +511,13 @@ class Violation:
     message: str
 
 
-def check(
-    resources: Resources,
-    placement: Placement | tuple[Placement, ...] | None = None,
-    links: Links | None = None,
-) -> list[Violation]:
+def check(resources: Resources, placement: Contracts = None, links: Links | None = None) -> list[Violation]:
     """Run every rule at its default level over (type, name, props) triples, as the pack does.
 
-    ``placement``: judge by this contract (as pack config would), or by these (the ones
-    :func:`declared_contracts` found, computed once by the caller); None: by the ones the
-    stack declares. ``links``: parents and dependencies.
-    Levels are the Pulumi CLI's to override (``--policy-pack-config``).
+    ``placement``: :data:`Contracts`; ``links``: parents and dependencies. Levels are the Pulumi CLI's
+    to override (``--policy-pack-config``).
     """
-    if isinstance(placement, tuple):
-        view = StackView(contracts=placement, overrides=node_group_overrides(resources, links))
-    else:
-        view = stack_view(resources, links, placement)
+    view = stack_view(resources, links, placement)
     return [
         Violation(spec.name, spec.default_level, resource, message)
         for spec in RULES

@@ -26,11 +26,7 @@ from infra.tooling.agents import (
     nodepool_template,
 )
 from infra.tooling.agents import table as agent_table
-from infra.tooling.chart_models import (
-    DEVICE_PLUGIN_CHART,
-    ChartUnavailable,
-    is_device_plugin,
-)
+from infra.tooling.chart_models import DEVICE_PLUGIN_CHART, ChartUnavailable, is_device_plugin
 from infra.tooling.costs import lines as cost_lines
 from infra.tooling.costs import stack_cost
 from infra.tooling.gomod import GoModuleUnavailable
@@ -46,6 +42,10 @@ from infra.workloads.scheduling import Node, fits, pods_per_node, too_big
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_INPUTS = {"pulumi:providers:kubernetes": ("kubeconfig",)}
+# The report's section headings
+PLACEMENT = "\nplacement (can the pods be scheduled on the node group? N/node: GPU pods one node holds):"
+TOO_LARGE = "\ntoo large for every node of a pool it selects (allocatable after nodeadm's reserves):"
+TEAMS = "\nteams (Kueue): quota per pool in nvidia.com/gpu as the pool advertises it (slices when shared):"
 
 
 class PreviewError(Exception):
@@ -305,35 +305,21 @@ def project_report(
     blocks.append("\nGPU-relevant inputs:")
     blocks.append("\n".join(_gpu_inputs(run)) or "  (none)")
     if nodes and workloads_of(run):
-        blocks.append(
-            "\nplacement (can the pods be scheduled on the node group? N/node: GPU pods one node holds):"
-        )
-        blocks.append("\n".join(placement_table(run, nodes)))
-    too_large = size_notes(run, nodes) if nodes else []
-    if too_large:
-        blocks.append(
-            "\ntoo large for every node of a pool it selects (allocatable after nodeadm's reserves):"
-        )
-        blocks += too_large
-    notes = spot_notes(run)
-    if notes:
+        blocks += [PLACEMENT, "\n".join(placement_table(run, nodes))]
+    if nodes and (too_large := size_notes(run, nodes)):
+        blocks += [TOO_LARGE, *too_large]
+    if notes := spot_notes(run):
         blocks.append("\n" + "\n".join(notes))
     resources = [(r.type, r.name, r.inputs) for r in run.resources]
     if run.of_type(NODE_GROUP) or run.of_type(NODEPOOL):
         blocks.append("\nagents (DaemonSets): on which node groups (and Karpenter NodePools) each lands:")
         blocks.append("\n".join(agent_table(landings(resources, contracts[0]))))
         blocks.append("\n" + "\n".join(cost_lines(stack_cost(resources), region)))
-    teams = quota_lines(resources, contracts[0])
-    if teams:
-        blocks.append(
-            "\nteams (Kueue): quota per pool in nvidia.com/gpu as the pool advertises it (slices when shared):"
-        )
-        blocks += teams
+    if teams := quota_lines(resources, contracts[0]):
+        blocks += [TEAMS, *teams]
     violations = check_policies(policy_resources, contracts, links=links)
-    blocks.append(
-        "\npolicy pack (policy/): "
-        + ("no violations" if not violations else f"{len(violations)} violation(s)")
-    )
+    counted = f"{len(violations)} violation(s)" if violations else "no violations"
+    blocks.append(f"\npolicy pack (policy/): {counted}")
     shown = {r.urn: f"{r.type} {r.name}" for r in run.resources}  # violations name resources by URN
     blocks += [f"  [{v.level}] {v.rule}: {shown.get(v.resource, v.resource)} {v.message}" for v in violations]
     return blocks, sum(1 for v in violations if v.level == "mandatory")
@@ -370,9 +356,7 @@ def preview(stack: str, out: Path, projects: Sequence[str] = ()) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m infra.tooling.preview", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m infra.tooling.preview", description=__doc__)
     parser.add_argument(
         "--stack", default="dev", help="stack whose Pulumi.<stack>.yaml to use (default: dev)"
     )

@@ -9,21 +9,21 @@ Served through :data:`infra.tooling.policy_rules.RULES` (decision 0099).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
 from infra.platform.instance_types import ARM_NVIDIA
-from infra.tooling.agents import NODE_GROUP, NODEPOOL, nodepool_template
+from infra.tooling.agents import NODE_GROUP, NODEPOOL, Resources, nodepool_template
 from infra.tooling.node_group_props import labels
 from infra.tooling.resource_keys import resource_key
 from infra.workloads.placement import GPU_RESOURCE, POOL_LABEL, Placement
 from infra.workloads.quantity import QuantityError, parse_quantity
 from infra.workloads.queues import PRIORITY_CLASSES, PRIORITY_LABEL, QUEUE_LABEL
 
-Resources = Sequence[tuple[str, str, Mapping[str, Any]]]
 KUEUE = "kubernetes:kueue.x-k8s.io/"
 JOB = "kubernetes:batch/v1:Job"
+SCOPE_FIX = "select the team's namespace, e.g. {matchLabels: {kubernetes.io/metadata.name: <namespace>}}"
 
 
 def _kind(resource_type: str, kind: str) -> bool:
@@ -79,21 +79,17 @@ def cluster_queue_scoped(resources: Resources, placement: Placement) -> list[tup
     for t, n, p in resources:
         if not _kind(t, "ClusterQueue"):
             continue
+        key = resource_key(t, n)
         spec = p.get("spec") if isinstance(p.get("spec"), Mapping) else {}
         selector = spec.get("namespaceSelector")
         if not selector:
-            found.append(
-                (
-                    resource_key(t, n),
-                    (
-                        "has no spec.namespaceSelector, so it admits no namespace's Jobs (Kueue: nil selects nothing)"
-                        if selector is None
-                        else "has spec.namespaceSelector {}, which selects every namespace: any Job there draws on "
-                        "this team's quota"
-                    )
-                    + "; select the team's namespace, e.g. {matchLabels: {kubernetes.io/metadata.name: <namespace>}}",
-                )
+            why = (
+                "has no spec.namespaceSelector, so it admits no namespace's Jobs (Kueue: nil selects nothing)"
+                if selector is None
+                else "has spec.namespaceSelector {}, which selects every namespace: any Job there draws on "
+                "this team's quota"
             )
+            found.append((key, f"{why}; {SCOPE_FIX}"))
         named = [
             f.get("name")
             for group in spec.get("resourceGroups") or []
@@ -102,13 +98,9 @@ def cluster_queue_scoped(resources: Resources, placement: Placement) -> list[tup
         ]
         unknown = [name for name in named if name not in flavors]
         if unknown:
-            found.append(
-                (
-                    resource_key(t, n),
-                    f"names flavor(s) {unknown} that the stack does not declare (declared: "
-                    f"{', '.join(sorted(flavors)) or 'none'}): Kueue keeps the queue inactive (FlavorNotFound)",
-                )
-            )
+            declared = ", ".join(sorted(flavors)) or "none"
+            why = f"names flavor(s) {unknown} that the stack does not declare (declared: {declared})"
+            found.append((key, f"{why}: Kueue keeps the queue inactive (FlavorNotFound)"))
     return found
 
 
@@ -163,12 +155,8 @@ def _promised(resources: Resources, placement: Placement) -> Iterator[tuple[str,
         name = _meta(p).get("name")
         if _kind(t, "ResourceFlavor") and name in promised:
             pool = ((p.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
-            yield (
-                resource_key(t, n),
-                pool,
-                promised[name],
-                _reach(resources, placement, pool) if pool else None,
-            )
+            reach = _reach(resources, placement, pool) if pool else None
+            yield resource_key(t, n), pool, promised[name], reach
 
 
 def flavor_quota_reachable(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
@@ -190,17 +178,12 @@ def priority_class_declared(resources: Resources, placement: Placement) -> list[
     """Mandatory: every kueue.x-k8s.io/priority-class a Job uses names a WorkloadPriorityClass the stack or its
     platform declares: Kueue cannot make a Workload for a Job naming a missing class (its lookup fails, the Job stays
     suspended; pkg/util/priority/priority.go)."""
-    declared = _named(resources, "WorkloadPriorityClass") | (
-        set(PRIORITY_CLASSES) if placement.queues else set()
-    )
+    declared = _named(resources, "WorkloadPriorityClass") | set(PRIORITY_CLASSES if placement.queues else ())
     if not declared:
         return []
+    listed = ", ".join(sorted(declared))
     return [
-        (
-            key,
-            f"uses priority class {name!r}, which is not declared (declared: {', '.join(sorted(declared))}); "
-            "use one of them",
-        )
+        (key, f"uses priority class {name!r}, which is not declared (declared: {listed}); use one of them")
         for key, _, name in _jobs_labelled(resources, PRIORITY_LABEL)
         if name not in declared
     ]
