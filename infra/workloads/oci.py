@@ -136,7 +136,6 @@ def is_loopback(host: str) -> bool:
 class RoundTrip:
     """One HTTP exchange with a registry, token service or blob CDN."""
 
-    method: str
     url: str
     status: int
     purpose: str  # manifest | blob | token | redirect
@@ -144,10 +143,9 @@ class RoundTrip:
 
 @dataclass(frozen=True)
 class Platforms:
-    """What an image offers: its platforms (``linux/arm64``, ``linux/arm/v7``) and where that came from."""
+    """What an image offers: its platforms (``linux/arm64``, ``linux/arm/v7``) and its manifest's digest."""
 
     platforms: tuple[str, ...]
-    source: str  # "index" or "config"
     digest: str
 
 
@@ -214,7 +212,7 @@ class RegistryClient:
                 )
             if not found:
                 raise RegistryError("protocol", f"{ref}: the index names no platform")
-            return Platforms(tuple(found), "index", digest)
+            return Platforms(tuple(found), digest)
         if media_type in MANIFEST_TYPES:
             config = self._config_platform(ref, document, stop)
             if config is None:
@@ -222,9 +220,9 @@ class RegistryClient:
                 raise RegistryError(
                     "protocol", f"{ref} is not a container image (config media type {config_type!r})"
                 )
-            return Platforms((config,), "config", digest)
+            return Platforms((config,), digest)
         if media_type == DOCKER_MANIFEST_V1:
-            return Platforms((format_platform({"os": "linux", **document}),), "manifest", digest)
+            return Platforms((format_platform({"os": "linux", **document}),), digest)
         raise RegistryError("protocol", f"{ref}: unexpected manifest media type {media_type!r}")
 
     def _index_platforms(
@@ -444,7 +442,7 @@ class RegistryClient:
             raise RegistryError("unreachable", f"{netloc}: {type(reason).__name__}: {reason}") from None
         for hop in [*response.history, response]:
             trip = purpose if hop is (response.history or [response])[0] else "redirect"
-            self.round_trips.append(RoundTrip("GET", _redact(hop.url), hop.status_code, trip))
+            self.round_trips.append(RoundTrip(_redact(hop.url), hop.status_code, trip))
         return response.status_code, response.headers, body
 
     def _check(self, url: str, stop: float) -> float:
