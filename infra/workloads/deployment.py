@@ -75,7 +75,7 @@ def place_deployment_checked(
         raise PodSpecError("spec.selector is required: a Deployment selects its pods by label")
     result = copy.deepcopy(dict(spec))
     template = place_template(
-        result, "Deployment", placement, gpus, pool=pool, profile=profile, placement_known=placement_known
+        result, placement, gpus, pool=pool, profile=profile, placement_known=placement_known
     )
     if not known(template):
         return result

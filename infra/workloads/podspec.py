@@ -213,7 +213,6 @@ def place_pod_spec(
 
 def place_template(
     spec: dict[str, Any],
-    kind: str,
     placement: Placement,
     gpus: int | None,
     *,
