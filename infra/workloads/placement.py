@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.workloads.quantity import QuantityError, whole_count
-from infra.workloads.queues import QueueError, TeamQueue, queues_from_dict
-from infra.workloads.values import as_whole
+from infra.workloads.queues import TeamQueue, queues_from_dict
+from infra.workloads.values import PlacementError, as_whole
 
 GPU_RESOURCE = "nvidia.com/gpu"
 """The extended resource the NVIDIA device plugin advertises on GPU nodes."""
@@ -45,10 +45,6 @@ _LABEL_RULE = "1-63 characters: letters, digits, '-', '_' or '.', first and last
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # EKS refuses node group labels and taints under these prefixes (CreateNodegroup).
 RESERVED_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
-
-
-class PlacementError(ValueError):
-    """A placement key or value that Kubernetes or EKS would refuse."""
 
 
 def gpu_count(value: object, setting: str, error: type[ValueError] = PlacementError) -> int:
@@ -303,15 +299,8 @@ class Placement:
             key=data.get("key", cls.key),
             value=data.get("value", cls.value),
             pools=tuple(_pool_from_dict(name, pool) for name, pool in pools.items()),
-            queues=_queues(data.get("queues")),
+            queues=queues_from_dict(data.get("queues")),
         )
-
-
-def _queues(data: Any) -> tuple[TeamQueue, ...]:
-    try:
-        return queues_from_dict(data)
-    except QueueError as error:
-        raise PlacementError(str(error)) from None
 
 
 DEFAULT_PLACEMENT = Placement()
