@@ -76,11 +76,7 @@ class ImageVerdict:
 
     def message(self) -> str:
         """The sentence a user reads: the container, the image, what it has and what to do."""
-        who = (
-            f"container {self.container!r} image {self.image!r}"
-            if self.container
-            else f"image {self.image!r}"
-        )
+        who = (f"container {self.container!r} " if self.container else "") + f"image {self.image!r}"
         if self.status == NO_ARM64:
             return (
                 f"{who} has no {GPU_PLATFORM} build (it offers: {', '.join(self.platforms) or 'no platform'}); "
