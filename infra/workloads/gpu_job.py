@@ -157,22 +157,16 @@ def _job_timeouts(args: GpuJobArgs, user: component.UserTimeouts) -> pulumi.Cust
                 "(spec.activeDeadlineSeconds + the pods' grace period + 120 s), or a later pulumi up "
                 "could replace the Job while it still runs; drop it or make it longer"
             )
-    default = component.JOB_TIMEOUT
-    if wait > duration_seconds(default):
-        default = f"{math.ceil(wait / 60)}m"
-    return component.child_timeouts(default, given)
+    longest = max(component.JOB_TIMEOUT, f"{math.ceil(wait / 60)}m", key=duration_seconds)
+    return component.child_timeouts(longest, given)
 
 
 def _job_metadata(owner: str, args: GpuJobArgs, timeout_check: component.Check) -> Any:
     """The Job's metadata with the annotation its settings mean (replaceUnready or skipAwait), checked."""
     checks = [timeout_check, functools.partial(_check_job_annotations, args)]
-    annotate = (
-        (REPLACE_UNREADY, "replace_unready=True")
-        if args.replace_unready
-        else None
-        if args.wait_for_completion
-        else (SKIP_AWAIT, "wait_for_completion=False")
-    )
+    annotate = None if args.wait_for_completion else (SKIP_AWAIT, "wait_for_completion=False")
+    if args.replace_unready:  # which needs wait_for_completion (_check_job_settings)
+        annotate = (REPLACE_UNREADY, "replace_unready=True")
     return component.checked_metadata(owner, args.metadata, checks, annotate)
 
 
