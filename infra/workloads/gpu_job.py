@@ -31,8 +31,7 @@ SKIP_AWAIT = "pulumi.com/skipAwait"
 REPLACE_UNREADY = "pulumi.com/replaceUnready"
 """pulumi-kubernetes' annotation: a later ``pulumi up`` replaces the Job if it is not Complete, running or not."""
 WAIT_FOR = "pulumi.com/waitFor"
-"""pulumi-kubernetes' annotation: wait for this condition instead of the built-in wait for completion, or
-nothing under ``skipAwait`` (``metadata/overrides.go`` ``ReadyCondition``, ``await/await.go``)."""
+"""pulumi-kubernetes' annotation: wait for this condition instead of completion (``metadata/overrides.go``)."""
 REPLACE_ON_CHANGES = (
     "spec.completionMode",
     "spec.podFailurePolicy",
@@ -43,12 +42,9 @@ REPLACE_ON_CHANGES = (
 """Job fields the API refuses to patch (``ValidateJobSpecUpdate``) that pulumi-kubernetes would patch in place:
 changing one replaces the Job instead of leaving ``pulumi up`` stuck on the API's refusal."""
 QUEUE_WAIT_MINUTES = 180
-"""What a queued Job's wait adds to JOB_TIMEOUT for its time in the queue: pulumi-kubernetes waits for
-Complete only, a suspended (queued or preempted) Job just keeps it waiting (decision 0099)."""
+"""What a queued Job's wait adds to JOB_TIMEOUT for its time in the queue (why: decision 0099, "Waits")."""
 PARALLELISM = "spec.parallelism"
-"""Kueue's to set with partial admission: it writes the admitted pod count there (kueue v0.17.0
-``pkg/controller/jobs/job/job_controller.go``), and pulumi-kubernetes replaces a Job whose
-parallelism differs (``pkg/provider/diff.go``), so the next refresh would delete and rerun it."""
+"""Kueue's to set with partial admission, so ignored after create (why: docs/teams.md, "Partial admission")."""
 QUEUED_JOB_TIMEOUT = f"{int(component.JOB_TIMEOUT.removesuffix('m')) + QUEUE_WAIT_MINUTES}m"
 
 
