@@ -247,17 +247,15 @@ class RegistryClient:
                 _add(found, format_platform(platform))
                 continue
             child_digest = entry.get("digest")
-            if not isinstance(child_digest, str) or not _DIGEST.match(child_digest):
-                unresolved.append(RegistryError("protocol", f"entry has no sha256 digest: {child_digest!r}"))
-                continue
-            if depth > MAX_INDEX_DEPTH or budget[0] <= 0:
-                unresolved.append(
-                    RegistryError("protocol", f"{child_digest}: more nesting or entries than are followed")
-                )
-                continue
-            budget[0] -= 1
-            child = Reference(ref.registry, ref.repository, digest=child_digest)
-            try:
+            try:  # whatever keeps this entry's platform from being learned goes to unresolved
+                if not isinstance(child_digest, str) or not _DIGEST.match(child_digest):
+                    raise RegistryError("protocol", f"entry has no sha256 digest: {child_digest!r}")
+                if depth > MAX_INDEX_DEPTH or budget[0] <= 0:
+                    raise RegistryError(
+                        "protocol", f"{child_digest}: more nesting or entries than are followed"
+                    )
+                budget[0] -= 1
+                child = Reference(ref.registry, ref.repository, digest=child_digest)
                 child_type, child_body, _ = self.manifest(child, stop)
                 child_doc = _json(child_body, f"manifest {child_digest} of {ref}")
                 if child_type in INDEX_TYPES:
@@ -266,9 +264,7 @@ class RegistryClient:
                     # None: an artifact (signature, SBOM), not a platform
                     _add(found, self._config_platform(child, child_doc, stop))
                 else:
-                    unresolved.append(
-                        RegistryError("protocol", f"{child_digest}: unexpected media type {child_type!r}")
-                    )
+                    raise RegistryError("protocol", f"{child_digest}: unexpected media type {child_type!r}")
             except RegistryError as error:
                 unresolved.append(error)
 
