@@ -278,15 +278,6 @@ def place_final(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: P
     )
 
 
-def child_metadata(metadata: Any) -> Any:
-    """The child's ``metadata``: the user's, or ``{}`` (auto-named either way).
-
-    Under the documented unit-test mocks (outputs = inputs) ``{}`` keeps a consumer's
-    ``deployment.metadata.name`` readable (None) instead of an AttributeError on None.
-    """
-    return {} if metadata is None else metadata
-
-
 def name_and_namespace(child: Any, resource_name: str) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
     """The child's ``metadata.name`` and namespace, the components' outputs; under mocks that echo inputs
     (no auto-name, no default namespace) the resource name and ``default`` (docs/components.md)."""
@@ -309,9 +300,9 @@ again once they resolve)."""
 def checked_metadata(
     owner: str, metadata: Any, checks: list[Check], annotate: tuple[str, str] | None = None
 ) -> Any:
-    """``metadata`` with every check passed; with ``annotate=(key, setting)``, plus the annotation
-    ``key: "true"`` that ``setting`` means (one of the user's that disagrees is refused). Checked now,
-    and again once Outputs resolve (docs/components.md, "Refusals and Outputs")."""
+    """``metadata`` (``{}`` for none) with every check passed; with ``annotate=(key, setting)``, plus the
+    annotation ``key: "true"`` that ``setting`` means (one of the user's that disagrees is refused). Checked
+    now, and again once Outputs resolve (docs/components.md, "Refusals and Outputs")."""
 
     def merge(meta: Any) -> Any:
         with refusals(owner):
@@ -322,6 +313,9 @@ def checked_metadata(
                 check(wire)
             return _annotated(wire, *annotate) if annotate else meta
 
+    # The child is auto-named either way; under the documented unit-test mocks (outputs = inputs) {}
+    # keeps a consumer's deployment.metadata.name readable (None) instead of an AttributeError on None.
+    metadata = {} if metadata is None else metadata
     merged = merge(metadata)  # eager: refuse before anything is declared
     return pulumi.Output.from_input(metadata).apply(merge) if has_outputs(metadata) else merged
 

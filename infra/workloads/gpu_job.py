@@ -118,7 +118,7 @@ class GpuJob(pulumi.ComponentResource):
         )
         self.job = k8s.batch.v1.Job(
             resource_name,
-            metadata=component.child_metadata(metadata),
+            metadata=metadata,
             spec=component.place_final(owner, args, SPEC_ARGS, place, eager),
             opts=child,
         )
