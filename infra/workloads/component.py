@@ -31,10 +31,8 @@ SpecT = TypeVar("SpecT")
 class GpuWorkloadArgs(Generic[SpecT]):
     """What every GPU component takes: its Kubernetes object's ``spec`` and ``metadata``, plus the GPU settings.
 
-    ``spec`` and ``metadata`` take typed Args or plain dicts (camelCase or
-    snake_case), and any value inside may be an Output. The components also take
-    their args as a plain dict with camelCase or snake_case keys. Everything after
-    ``spec`` is keyword-only: each component adds its own settings after these.
+    The forms they and the args take (typed Args, camelCase or snake_case dicts, Outputs inside):
+    docs/components.md. After ``spec`` all is keyword-only: each component adds its settings after these.
     """
 
     spec: pulumi.Input[SpecT | Mapping[str, Any]]
