@@ -35,9 +35,8 @@ KARPENTER = "karpenter"
 """A pool's ``provisioner`` when Karpenter launches its nodes; a pool without one is a managed node group
 that Cluster Autoscaler scales."""
 PROVISIONER_TAINT_KEY = "eks-gpu/provisioner"
-"""In a cluster with both kinds of pool, Karpenter's nodes carry ``eks-gpu/provisioner=karpenter:NoSchedule``
-besides the GPU taint: only pods that name a Karpenter pool tolerate it, so exactly one provisioner acts
-for any pod (decision 0098)."""
+"""Karpenter's nodes' taint beside the GPU one where both kinds of pool are: only pods that name a Karpenter
+pool tolerate it, so exactly one provisioner acts for any pod (decision 0098)."""
 
 # Kubernetes label names and values (apimachinery IsQualifiedName, IsValidLabelValue).
 _LABEL = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
