@@ -92,21 +92,17 @@ def parse_reference(image: str) -> Reference:
     """Parse ``image`` as a container runtime does; raise :class:`ReferenceError` if it cannot be pulled."""
     if not isinstance(image, str) or not image or image != image.strip():
         raise ReferenceError(f"image {image!r} is not a valid reference")
-    rest, digest = image, None
-    if "@" in rest:
-        rest, digest = rest.split("@", 1)
-        if not _DIGEST.match(digest):
-            raise ReferenceError(f"image {image!r}: digest must be sha256:<64 hex digits>")
+    rest, at, digest = image.partition("@")
+    if at and not _DIGEST.match(digest):
+        raise ReferenceError(f"image {image!r}: digest must be sha256:<64 hex digits>")
     first, slash, remainder = rest.partition("/")
     if slash and ("." in first or ":" in first or first == "localhost" or first != first.lower()):
         registry, path = first, remainder
     else:
         registry, path = DOCKER_HUB, rest
     tag = None
-    last_slash = path.rfind("/")
-    colon = path.rfind(":")
-    if colon > last_slash:
-        path, tag = path[:colon], path[colon + 1 :]
+    if path.rfind(":") > path.rfind("/"):  # a colon after the last slash starts the tag
+        path, _, tag = path.rpartition(":")
         if not _TAG.match(tag):
             raise ReferenceError(f"image {image!r}: tag {tag!r} is not valid")
     host = _REGISTRY_HOST.match(registry)  # Docker's grammar: domain[:port], port digits only
@@ -118,9 +114,7 @@ def parse_reference(image: str) -> Reference:
         path = f"library/{path}"
     if not path or not all(_REPO_COMPONENT.match(part) for part in path.split("/")):
         raise ReferenceError(f"image {image!r}: repository {path!r} is not valid (lowercase, [a-z0-9._-])")
-    if tag is None and digest is None:
-        tag = "latest"
-    return Reference(registry=registry, repository=path, tag=tag, digest=digest)
+    return Reference(registry, path, tag=tag if tag or digest else "latest", digest=digest or None)
 
 
 def is_loopback(host: str) -> bool:
