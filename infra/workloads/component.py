@@ -191,10 +191,6 @@ def child_timeouts(default: str, user: pulumi.CustomTimeouts | None) -> pulumi.C
     )
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
 def read_args(cls: type[A], owner: str, args: Any, kwargs: Mapping[str, Any]) -> A:
     """The args dataclass from itself, keyword arguments, or a dict with camelCase or snake_case keys."""
     if args is not None and kwargs:
@@ -207,7 +203,7 @@ def read_args(cls: type[A], owner: str, args: Any, kwargs: Mapping[str, Any]) ->
     data: dict[str, Any] = {}
     spelled: dict[str, str] = {}
     for key, value in dict(args if args is not None else kwargs).items():
-        name = key if key in fields else _snake(key)
+        name = key if key in fields else re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()  # camelCase
         if name not in fields:
             raise TypeError(
                 f"{owner}: unexpected keyword argument {key!r}; allowed: {', '.join(sorted(fields))}"
