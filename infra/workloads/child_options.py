@@ -15,7 +15,6 @@ import pulumi
 from infra.workloads.values import PodSpecError
 
 EVERY_CHILD = ("depends_on", "retain_on_delete", "deleted_with")
-"""Options about the objects' lifecycle: each child is created after, kept or deleted with, as the component."""
 MAIN_CHILD = (
     "ignore_changes",
     "replace_on_changes",
@@ -26,8 +25,7 @@ MAIN_CHILD = (
     "hide_diffs",
     "additional_secret_outputs",
 )
-"""Options about the Kubernetes object itself (its fields, its replacement, its lifecycle hooks): the
-Deployment or the Job gets them; the PodDisruptionBudget follows the Deployment's selector anyway."""
+"""The Deployment or the Job gets them; the PodDisruptionBudget follows the Deployment's selector anyway."""
 CUSTOM_TIMEOUTS = ("custom_timeouts",)
 """Read with the timeout inputs and the ``pulumi.com/timeoutSeconds`` annotation (``component.user_timeouts``)."""
 KEPT_BY_PULUMI = (
@@ -40,8 +38,6 @@ KEPT_BY_PULUMI = (
     "aliases",
     "state_migrations",
 )
-"""What Pulumi itself applies to the component and its children: where it sits, protection, providers,
-transforms, aliases (children follow the component's), state migrations (the component and its descendants)."""
 REFUSED: Mapping[str, str] = {
     "id": "a component cannot be read from the cloud; the Deployment or Job can (k8s.apps.v1.Deployment.get)",
     "urn": "a component cannot be looked up by URN; declare it, or read its child by its own URN",
@@ -53,7 +49,6 @@ REFUSED: Mapping[str, str] = {
     "it to the kubernetes Provider you pass in providers",
     "env_var_mappings": "it is for provider resources; give it to the kubernetes Provider you pass in providers",
 }
-"""Options a component cannot honour, each with why and what to do instead."""
 
 
 def _given(opts: pulumi.ResourceOptions | None, name: str) -> Any:

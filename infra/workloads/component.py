@@ -31,10 +31,8 @@ SpecT = TypeVar("SpecT")
 class GpuWorkloadArgs(Generic[SpecT]):
     """What every GPU component takes: its Kubernetes object's ``spec`` and ``metadata``, plus the GPU settings.
 
-    ``spec`` and ``metadata`` take typed Args or plain dicts (camelCase or
-    snake_case), and any value inside may be an Output. The components also take
-    their args as a plain dict with camelCase or snake_case keys. Everything after
-    ``spec`` is keyword-only: each component adds its own settings after these.
+    The forms they and the args take (typed Args, camelCase or snake_case dicts, Outputs inside):
+    docs/components.md. After ``spec`` all is keyword-only: each component adds its settings after these.
     """
 
     spec: pulumi.Input[SpecT | Mapping[str, Any]]
@@ -193,10 +191,6 @@ def child_timeouts(default: str, user: pulumi.CustomTimeouts | None) -> pulumi.C
     )
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
 def read_args(cls: type[A], owner: str, args: Any, kwargs: Mapping[str, Any]) -> A:
     """The args dataclass from itself, keyword arguments, or a dict with camelCase or snake_case keys."""
     if args is not None and kwargs:
@@ -209,7 +203,7 @@ def read_args(cls: type[A], owner: str, args: Any, kwargs: Mapping[str, Any]) ->
     data: dict[str, Any] = {}
     spelled: dict[str, str] = {}
     for key, value in dict(args if args is not None else kwargs).items():
-        name = key if key in fields else _snake(key)
+        name = key if key in fields else re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()  # camelCase
         if name not in fields:
             raise TypeError(
                 f"{owner}: unexpected keyword argument {key!r}; allowed: {', '.join(sorted(fields))}"
@@ -278,15 +272,6 @@ def place_final(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: P
     )
 
 
-def child_metadata(metadata: Any) -> Any:
-    """The child's ``metadata``: the user's, or ``{}`` (auto-named either way).
-
-    Under the documented unit-test mocks (outputs = inputs) ``{}`` keeps a consumer's
-    ``deployment.metadata.name`` readable (None) instead of an AttributeError on None.
-    """
-    return {} if metadata is None else metadata
-
-
 def name_and_namespace(child: Any, resource_name: str) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
     """The child's ``metadata.name`` and namespace, the components' outputs; under mocks that echo inputs
     (no auto-name, no default namespace) the resource name and ``default`` (docs/components.md)."""
@@ -309,9 +294,9 @@ again once they resolve)."""
 def checked_metadata(
     owner: str, metadata: Any, checks: list[Check], annotate: tuple[str, str] | None = None
 ) -> Any:
-    """``metadata`` with every check passed; with ``annotate=(key, setting)``, plus the annotation
-    ``key: "true"`` that ``setting`` means (one of the user's that disagrees is refused). Checked now,
-    and again once Outputs resolve (docs/components.md, "Refusals and Outputs")."""
+    """``metadata`` (``{}`` for none) with every check passed; with ``annotate=(key, setting)``, plus the
+    annotation ``key: "true"`` that ``setting`` means (one of the user's that disagrees is refused). Checked
+    now, and again once Outputs resolve (docs/components.md, "Refusals and Outputs")."""
 
     def merge(meta: Any) -> Any:
         with refusals(owner):
@@ -322,6 +307,9 @@ def checked_metadata(
                 check(wire)
             return _annotated(wire, *annotate) if annotate else meta
 
+    # The child is auto-named either way; under the documented unit-test mocks (outputs = inputs) {}
+    # keeps a consumer's deployment.metadata.name readable (None) instead of an AttributeError on None.
+    metadata = {} if metadata is None else metadata
     merged = merge(metadata)  # eager: refuse before anything is declared
     return pulumi.Output.from_input(metadata).apply(merge) if has_outputs(metadata) else merged
 

@@ -32,9 +32,8 @@ ROLLING_UPDATE_DEFAULTS: Mapping[str, Any] = {"maxSurge": 0, "maxUnavailable": 1
 # When the user forbids unavailability (maxUnavailable 0), the only way forward is one extra pod.
 ZERO_UNAVAILABLE_SURGE = 1
 PROGRESS_DEADLINE_SECONDS = 1800
-"""``progressDeadlineSeconds`` unless you set one: as long as Pulumi waits (``component.DEPLOYMENT_TIMEOUT``),
-so ``kubectl rollout status`` and GitOps health checks do not call a scale-up from zero failed
-while Pulumi still waits (docs/components.md, the ``waits`` row)."""
+"""``progressDeadlineSeconds`` unless you set one: as long as Pulumi waits (``component.DEPLOYMENT_TIMEOUT``);
+why: docs/components.md, the ``waits`` row (rollout status and health checks agree with Pulumi)."""
 MIN_READY_MARGIN_SECONDS = 60
 """Beyond ``minReadySeconds``, which the API requires the deadline to exceed."""
 
@@ -75,7 +74,7 @@ def place_deployment_checked(
         raise PodSpecError("spec.selector is required: a Deployment selects its pods by label")
     result = copy.deepcopy(dict(spec))
     template = place_template(
-        result, "Deployment", placement, gpus, pool=pool, profile=profile, placement_known=placement_known
+        result, placement, gpus, pool=pool, profile=profile, placement_known=placement_known
     )
     if not known(template):
         return result

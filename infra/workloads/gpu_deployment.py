@@ -82,7 +82,7 @@ class GpuDeployment(pulumi.ComponentResource):
         main = child_options.for_main_child(opts, ignore_changes=[REPLICAS] if args.autoscaled else [])
         self.deployment = k8s.apps.v1.Deployment(
             resource_name,
-            metadata=component.child_metadata(metadata),
+            metadata=metadata,
             spec=spec,
             opts=pulumi.ResourceOptions(parent=self, custom_timeouts=waits, **main),
         )

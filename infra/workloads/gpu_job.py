@@ -31,8 +31,7 @@ SKIP_AWAIT = "pulumi.com/skipAwait"
 REPLACE_UNREADY = "pulumi.com/replaceUnready"
 """pulumi-kubernetes' annotation: a later ``pulumi up`` replaces the Job if it is not Complete, running or not."""
 WAIT_FOR = "pulumi.com/waitFor"
-"""pulumi-kubernetes' annotation: wait for this condition instead of the built-in wait for completion, or
-nothing under ``skipAwait`` (``metadata/overrides.go`` ``ReadyCondition``, ``await/await.go``)."""
+"""pulumi-kubernetes' annotation: wait for this condition instead of completion (``metadata/overrides.go``)."""
 REPLACE_ON_CHANGES = (
     "spec.completionMode",
     "spec.podFailurePolicy",
@@ -43,12 +42,9 @@ REPLACE_ON_CHANGES = (
 """Job fields the API refuses to patch (``ValidateJobSpecUpdate``) that pulumi-kubernetes would patch in place:
 changing one replaces the Job instead of leaving ``pulumi up`` stuck on the API's refusal."""
 QUEUE_WAIT_MINUTES = 180
-"""What a queued Job's wait adds to JOB_TIMEOUT for its time in the queue: pulumi-kubernetes waits for
-Complete only, a suspended (queued or preempted) Job just keeps it waiting (decision 0099)."""
+"""What a queued Job's wait adds to JOB_TIMEOUT for its time in the queue (why: decision 0099, "Waits")."""
 PARALLELISM = "spec.parallelism"
-"""Kueue's to set with partial admission: it writes the admitted pod count there (kueue v0.17.0
-``pkg/controller/jobs/job/job_controller.go``), and pulumi-kubernetes replaces a Job whose
-parallelism differs (``pkg/provider/diff.go``), so the next refresh would delete and rerun it."""
+"""Kueue's to set with partial admission, so ignored after create (why: docs/teams.md, "Partial admission")."""
 QUEUED_JOB_TIMEOUT = f"{int(component.JOB_TIMEOUT.removesuffix('m')) + QUEUE_WAIT_MINUTES}m"
 
 
@@ -122,7 +118,7 @@ class GpuJob(pulumi.ComponentResource):
         )
         self.job = k8s.batch.v1.Job(
             resource_name,
-            metadata=component.child_metadata(metadata),
+            metadata=metadata,
             spec=component.place_final(owner, args, SPEC_ARGS, place, eager),
             opts=child,
         )
@@ -157,22 +153,16 @@ def _job_timeouts(args: GpuJobArgs, user: component.UserTimeouts) -> pulumi.Cust
                 "(spec.activeDeadlineSeconds + the pods' grace period + 120 s), or a later pulumi up "
                 "could replace the Job while it still runs; drop it or make it longer"
             )
-    default = component.JOB_TIMEOUT
-    if wait > duration_seconds(default):
-        default = f"{math.ceil(wait / 60)}m"
-    return component.child_timeouts(default, given)
+    longest = max(component.JOB_TIMEOUT, f"{math.ceil(wait / 60)}m", key=duration_seconds)
+    return component.child_timeouts(longest, given)
 
 
 def _job_metadata(owner: str, args: GpuJobArgs, timeout_check: component.Check) -> Any:
     """The Job's metadata with the annotation its settings mean (replaceUnready or skipAwait), checked."""
     checks = [timeout_check, functools.partial(_check_job_annotations, args)]
-    annotate = (
-        (REPLACE_UNREADY, "replace_unready=True")
-        if args.replace_unready
-        else None
-        if args.wait_for_completion
-        else (SKIP_AWAIT, "wait_for_completion=False")
-    )
+    annotate = None if args.wait_for_completion else (SKIP_AWAIT, "wait_for_completion=False")
+    if args.replace_unready:  # which needs wait_for_completion (_check_job_settings)
+        annotate = (REPLACE_UNREADY, "replace_unready=True")
     return component.checked_metadata(owner, args.metadata, checks, annotate)
 
 

@@ -76,11 +76,7 @@ class ImageVerdict:
 
     def message(self) -> str:
         """The sentence a user reads: the container, the image, what it has and what to do."""
-        who = (
-            f"container {self.container!r} image {self.image!r}"
-            if self.container
-            else f"image {self.image!r}"
-        )
+        who = (f"container {self.container!r} " if self.container else "") + f"image {self.image!r}"
         if self.status == NO_ARM64:
             return (
                 f"{who} has no {GPU_PLATFORM} build (it offers: {', '.join(self.platforms) or 'no platform'}); "
@@ -178,26 +174,22 @@ def reset_default_checker() -> None:
     default_checker.cache_clear()
 
 
-def pod_images(pod_spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """(container, image) for every init container and container of a Kubernetes-form pod spec."""
-    found: list[tuple[str, Any]] = []
+def check_pod_images(pod_spec: Mapping[str, Any], checker: ImageChecker) -> list[ImageVerdict]:
+    """One verdict per container (init containers first) of a Kubernetes-form pod spec, for any pod landing
+    on GPU nodes."""
+    found: list[ImageVerdict] = []
     for field_name, suffix in (("initContainers", " (init)"), ("containers", "")):
         containers = pod_spec.get(field_name) or []
         if not isinstance(containers, list):
-            found.append((f"{field_name}[*]", UNKNOWN))
+            found.append(checker.check(UNKNOWN, f"{field_name}[*]"))
             continue
         for index, container in enumerate(containers):
             if not isinstance(container, Mapping):
                 container = {"image": UNKNOWN}
             name = container.get("name")
             label = f"{name}{suffix}" if isinstance(name, str) and name else f"{field_name}[{index}]"
-            found.append((label, container.get("image")))
+            found.append(checker.check(container.get("image"), label))
     return found
-
-
-def check_pod_images(pod_spec: Mapping[str, Any], checker: ImageChecker) -> list[ImageVerdict]:
-    """One verdict per container (init containers first), for any pod landing on GPU nodes."""
-    return [checker.check(image, label) for label, image in pod_images(pod_spec)]
 
 
 def image_check_status(image: str, checker: ImageChecker | None = None) -> str:

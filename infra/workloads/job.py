@@ -86,7 +86,7 @@ def place_job_checked(
     check_spec_fields(spec, "Job", job_spec_fields())
     result = copy.deepcopy(dict(spec))
     template = place_template(
-        result, "Job", placement, gpus, pool=pool, profile=profile, placement_known=placement_known
+        result, placement, gpus, pool=pool, profile=profile, placement_known=placement_known
     )
     if known(template):
         pod = template.get("spec")  # without restartPolicy the API's default, Always, which no Job takes

@@ -92,21 +92,17 @@ def parse_reference(image: str) -> Reference:
     """Parse ``image`` as a container runtime does; raise :class:`ReferenceError` if it cannot be pulled."""
     if not isinstance(image, str) or not image or image != image.strip():
         raise ReferenceError(f"image {image!r} is not a valid reference")
-    rest, digest = image, None
-    if "@" in rest:
-        rest, digest = rest.split("@", 1)
-        if not _DIGEST.match(digest):
-            raise ReferenceError(f"image {image!r}: digest must be sha256:<64 hex digits>")
+    rest, at, digest = image.partition("@")
+    if at and not _DIGEST.match(digest):
+        raise ReferenceError(f"image {image!r}: digest must be sha256:<64 hex digits>")
     first, slash, remainder = rest.partition("/")
     if slash and ("." in first or ":" in first or first == "localhost" or first != first.lower()):
         registry, path = first, remainder
     else:
         registry, path = DOCKER_HUB, rest
     tag = None
-    last_slash = path.rfind("/")
-    colon = path.rfind(":")
-    if colon > last_slash:
-        path, tag = path[:colon], path[colon + 1 :]
+    if path.rfind(":") > path.rfind("/"):  # a colon after the last slash starts the tag
+        path, _, tag = path.rpartition(":")
         if not _TAG.match(tag):
             raise ReferenceError(f"image {image!r}: tag {tag!r} is not valid")
     host = _REGISTRY_HOST.match(registry)  # Docker's grammar: domain[:port], port digits only
@@ -118,9 +114,7 @@ def parse_reference(image: str) -> Reference:
         path = f"library/{path}"
     if not path or not all(_REPO_COMPONENT.match(part) for part in path.split("/")):
         raise ReferenceError(f"image {image!r}: repository {path!r} is not valid (lowercase, [a-z0-9._-])")
-    if tag is None and digest is None:
-        tag = "latest"
-    return Reference(registry=registry, repository=path, tag=tag, digest=digest)
+    return Reference(registry, path, tag=tag if tag or digest else "latest", digest=digest or None)
 
 
 def is_loopback(host: str) -> bool:
@@ -136,7 +130,6 @@ def is_loopback(host: str) -> bool:
 class RoundTrip:
     """One HTTP exchange with a registry, token service or blob CDN."""
 
-    method: str
     url: str
     status: int
     purpose: str  # manifest | blob | token | redirect
@@ -144,10 +137,9 @@ class RoundTrip:
 
 @dataclass(frozen=True)
 class Platforms:
-    """What an image offers: its platforms (``linux/arm64``, ``linux/arm/v7``) and where that came from."""
+    """What an image offers: its platforms (``linux/arm64``, ``linux/arm/v7``) and its manifest's digest."""
 
     platforms: tuple[str, ...]
-    source: str  # "index" or "config"
     digest: str
 
 
@@ -214,7 +206,7 @@ class RegistryClient:
                 )
             if not found:
                 raise RegistryError("protocol", f"{ref}: the index names no platform")
-            return Platforms(tuple(found), "index", digest)
+            return Platforms(tuple(found), digest)
         if media_type in MANIFEST_TYPES:
             config = self._config_platform(ref, document, stop)
             if config is None:
@@ -222,9 +214,9 @@ class RegistryClient:
                 raise RegistryError(
                     "protocol", f"{ref} is not a container image (config media type {config_type!r})"
                 )
-            return Platforms((config,), "config", digest)
+            return Platforms((config,), digest)
         if media_type == DOCKER_MANIFEST_V1:
-            return Platforms((format_platform({"os": "linux", **document}),), "manifest", digest)
+            return Platforms((format_platform({"os": "linux", **document}),), digest)
         raise RegistryError("protocol", f"{ref}: unexpected manifest media type {media_type!r}")
 
     def _index_platforms(
@@ -249,17 +241,15 @@ class RegistryClient:
                 _add(found, format_platform(platform))
                 continue
             child_digest = entry.get("digest")
-            if not isinstance(child_digest, str) or not _DIGEST.match(child_digest):
-                unresolved.append(RegistryError("protocol", f"entry has no sha256 digest: {child_digest!r}"))
-                continue
-            if depth > MAX_INDEX_DEPTH or budget[0] <= 0:
-                unresolved.append(
-                    RegistryError("protocol", f"{child_digest}: more nesting or entries than are followed")
-                )
-                continue
-            budget[0] -= 1
-            child = Reference(ref.registry, ref.repository, digest=child_digest)
-            try:
+            try:  # whatever keeps this entry's platform from being learned goes to unresolved
+                if not isinstance(child_digest, str) or not _DIGEST.match(child_digest):
+                    raise RegistryError("protocol", f"entry has no sha256 digest: {child_digest!r}")
+                if depth > MAX_INDEX_DEPTH or budget[0] <= 0:
+                    raise RegistryError(
+                        "protocol", f"{child_digest}: more nesting or entries than are followed"
+                    )
+                budget[0] -= 1
+                child = Reference(ref.registry, ref.repository, digest=child_digest)
                 child_type, child_body, _ = self.manifest(child, stop)
                 child_doc = _json(child_body, f"manifest {child_digest} of {ref}")
                 if child_type in INDEX_TYPES:
@@ -268,9 +258,7 @@ class RegistryClient:
                     # None: an artifact (signature, SBOM), not a platform
                     _add(found, self._config_platform(child, child_doc, stop))
                 else:
-                    unresolved.append(
-                        RegistryError("protocol", f"{child_digest}: unexpected media type {child_type!r}")
-                    )
+                    raise RegistryError("protocol", f"{child_digest}: unexpected media type {child_type!r}")
             except RegistryError as error:
                 unresolved.append(error)
 
@@ -444,7 +432,7 @@ class RegistryClient:
             raise RegistryError("unreachable", f"{netloc}: {type(reason).__name__}: {reason}") from None
         for hop in [*response.history, response]:
             trip = purpose if hop is (response.history or [response])[0] else "redirect"
-            self.round_trips.append(RoundTrip("GET", _redact(hop.url), hop.status_code, trip))
+            self.round_trips.append(RoundTrip(_redact(hop.url), hop.status_code, trip))
         return response.status_code, response.headers, body
 
     def _check(self, url: str, stop: float) -> float:

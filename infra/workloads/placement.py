@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.workloads.quantity import QuantityError, whole_count
-from infra.workloads.queues import QueueError, TeamQueue, queues_from_dict
-from infra.workloads.values import as_whole
+from infra.workloads.queues import TeamQueue, queues_from_dict
+from infra.workloads.values import PlacementError, as_whole
 
 GPU_RESOURCE = "nvidia.com/gpu"
 """The extended resource the NVIDIA device plugin advertises on GPU nodes."""
@@ -35,9 +35,8 @@ KARPENTER = "karpenter"
 """A pool's ``provisioner`` when Karpenter launches its nodes; a pool without one is a managed node group
 that Cluster Autoscaler scales."""
 PROVISIONER_TAINT_KEY = "eks-gpu/provisioner"
-"""In a cluster with both kinds of pool, Karpenter's nodes carry ``eks-gpu/provisioner=karpenter:NoSchedule``
-besides the GPU taint: only pods that name a Karpenter pool tolerate it, so exactly one provisioner acts
-for any pod (decision 0098)."""
+"""Karpenter's nodes' taint beside the GPU one where both kinds of pool are: only pods that name a Karpenter
+pool tolerate it, so exactly one provisioner acts for any pod (decision 0098)."""
 
 # Kubernetes label names and values (apimachinery IsQualifiedName, IsValidLabelValue).
 _LABEL = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
@@ -45,10 +44,6 @@ _LABEL_RULE = "1-63 characters: letters, digits, '-', '_' or '.', first and last
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # EKS refuses node group labels and taints under these prefixes (CreateNodegroup).
 RESERVED_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
-
-
-class PlacementError(ValueError):
-    """A placement key or value that Kubernetes or EKS would refuse."""
 
 
 def gpu_count(value: object, setting: str, error: type[ValueError] = PlacementError) -> int:
@@ -303,15 +298,8 @@ class Placement:
             key=data.get("key", cls.key),
             value=data.get("value", cls.value),
             pools=tuple(_pool_from_dict(name, pool) for name, pool in pools.items()),
-            queues=_queues(data.get("queues")),
+            queues=queues_from_dict(data.get("queues")),
         )
-
-
-def _queues(data: Any) -> tuple[TeamQueue, ...]:
-    try:
-        return queues_from_dict(data)
-    except QueueError as error:
-        raise PlacementError(str(error)) from None
 
 
 DEFAULT_PLACEMENT = Placement()

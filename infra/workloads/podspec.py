@@ -213,7 +213,6 @@ def place_pod_spec(
 
 def place_template(
     spec: dict[str, Any],
-    kind: str,
     placement: Placement,
     gpus: int | None,
     *,
@@ -260,7 +259,8 @@ def check_selector_matches(selector: Any, template: Any, kind: str) -> None:
         return
     labels = dict(labels or {})
     match, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
-    misses = [f"matchLabels {k}={v!r}" for k, v in _known_items(match) if known(v) and labels.get(k) != v]
+    pairs = match.items() if isinstance(match, Mapping) else ()  # UNKNOWN is no Mapping
+    misses = [f"matchLabels {k}={v!r}" for k, v in pairs if known(v) and labels.get(k) != v]
     for i, e in enumerate((expressions or []) if known(expressions) else []):
         parts = (e.get("key"), e.get("operator"), e.get("values")) if isinstance(e, Mapping) else (UNKNOWN,)
         if all(map(known, parts)) and parts[1] in SELECTOR_OPERATORS and not match_expression(e, labels):
@@ -270,7 +270,3 @@ def check_selector_matches(selector: Any, template: Any, kind: str) -> None:
             f"spec.selector.{misses[0]} does not match spec.template.metadata.labels {labels}: "
             f"Kubernetes refuses a {kind} whose selector misses its pods; make the two agree"
         )
-
-
-def _known_items(mapping: Any) -> list[tuple[Any, Any]]:
-    return list(mapping.items()) if known(mapping) and isinstance(mapping, Mapping) else []

@@ -203,9 +203,8 @@ def _karpenter_names(placement: Placement, pools: Sequence[GpuPool] | None = Non
 
 
 def _route(pod: dict[str, Any], placement: Placement, chosen: GpuPool | None) -> None:
-    """One provisioner per pod: the provisioner toleration for a Karpenter pool's pod (in any cluster, so
-    a cluster that later gains node-group pools strands none); a hand-written one refused where it would
-    contradict the pool, or the routing of a pool-less pod in a mixed cluster (decision 0098)."""
+    """One provisioner per pod: the provisioner toleration for a Karpenter pool's pod (in any cluster); a
+    hand-written one refused where it would contradict the pool or a pool-less pod's routing (decision 0098)."""
     if chosen is not None and chosen.karpenter:
         merge_toleration(pod, placement.provisioner_toleration())
         return
@@ -261,11 +260,8 @@ def _refuse_unfit(placement: Placement, demand: GpuDemand, candidates: Sequence[
 def apply_pool(
     pod: dict[str, Any], placement: Placement, pool: str | None, demand: GpuDemand, placement_known: bool
 ) -> list[Mapping[str, str]] | None:
-    """Pin or narrow the pod to pools that can give it its GPUs; return the possible node labels.
-
-    In a cluster with both kinds of pool, a pod that names no pool is narrowed to the node-group
-    pools (node affinity on the pool label) and one that names a Karpenter pool tolerates its
-    provisioner taint: Cluster Autoscaler or Karpenter acts for it, never both."""
+    """Pin or narrow the pod to pools that can give it its GPUs; return the possible node labels. With both
+    kinds of pool, one provisioner acts for each pod (how: decision 0098, docs/components.md's pools row)."""
     pool = _chosen_pool(pod, pool)
     if not placement_known:
         return None

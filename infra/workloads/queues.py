@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.workloads.values import PodSpecError, as_whole, known
+from infra.workloads.values import PlacementError, PodSpecError, as_whole, known
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """Kueue's label naming the LocalQueue a Job is submitted to (``pkg/controller/constants``)."""
@@ -29,10 +29,6 @@ COHORT = "gpu-teams"
 PRIORITY_CLASSES: Mapping[str, int] = {"low": 100, "normal": 1000, "high": 10000}
 """The WorkloadPriorityClasses the platform declares: a higher one preempts a lower one within a team."""
 DEFAULT_PRIORITY = "normal"
-
-
-class QueueError(ValueError):
-    """A queue setting that no team declares, or that its team does not allow."""
 
 
 @dataclass(frozen=True)
@@ -63,10 +59,10 @@ class TeamQueue:
         """A team's queue from a stack output (``placement.queues.<team>``)."""
         where = f"placement.queues.{team}"
         if not isinstance(data, Mapping) or not isinstance(data.get("namespace"), str):
-            raise QueueError(f"{where} must be a mapping with at least namespace, got {data!r}")
+            raise PlacementError(f"{where} must be a mapping with at least namespace, got {data!r}")
         unknown = sorted(set(data) - {"namespace", "name", "pools", "priority", "partialAdmission"})
         if unknown:
-            raise QueueError(f"{where} has unknown field(s) {unknown}")
+            raise PlacementError(f"{where} has unknown field(s) {unknown}")
         return cls(
             team=team,
             namespace=data["namespace"],
@@ -82,7 +78,7 @@ def queues_from_dict(data: Any) -> tuple[TeamQueue, ...]:
     if data is None:
         return ()
     if not isinstance(data, Mapping):
-        raise QueueError(f"placement.queues must be a mapping of team to queue, got {data!r}")
+        raise PlacementError(f"placement.queues must be a mapping of team to queue, got {data!r}")
     return tuple(TeamQueue.from_dict(team, queue) for team, queue in data.items())
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 from collections.abc import Callable
@@ -29,16 +30,11 @@ class SdkError(RuntimeError):
     """The installed pulumi lacks an internal this package reads; the message says which and what to do."""
 
 
-_FOUND: dict[tuple[str, str], Any] = {}
-
-
+@functools.cache  # what is found, once; what is not is looked up (and refused) again
 def _internal(module: str, name: str) -> Any:
     """``module.name`` from the installed SDK, or an :class:`SdkError` naming it and the way out."""
-    if (module, name) in _FOUND:
-        return _FOUND[module, name]
     try:
-        found = _FOUND[module, name] = getattr(importlib.import_module(module), name)
-        return found
+        return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
         version = importlib.metadata.version("pulumi")
         raise SdkError(

@@ -14,10 +14,8 @@ SECURITY_PROFILES = ("baseline", "restricted", "none")
 _SECCOMP: Mapping[str, Any] = {"type": "RuntimeDefault"}
 # Inference and training pods seldom talk to the Kubernetes API: no token unless asked for.
 POD_DEFAULTS: Mapping[str, Any] = {"automountServiceAccountToken": False}
-# baseline: the runtime's seccomp filter and no setuid escalation; a root process keeps its default
-# capabilities, so images that chown, bind low ports or switch users on start still start.
-# restricted: the Pod Security Standards' restricted profile; GPU workloads need no capabilities
-# (the device plugin hands the GPU device files to the container).
+# What each profile sets, and why: docs/components.md, "Security profiles". restricted drops every
+# capability: GPU workloads need none (the device plugin hands the GPU device files to the container).
 POD_SECURITY: Mapping[str, Mapping[str, Any]] = {
     "baseline": {"seccompProfile": _SECCOMP},
     "restricted": {"runAsNonRoot": True, "seccompProfile": _SECCOMP},

@@ -1,4 +1,4 @@
-"""What every pure workload module shares: the error type and the marker for values not known yet."""
+"""What every pure workload module shares: the error types and the marker for values not known yet."""
 
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ UNKNOWN: Any = _Unknown()
 
 class PodSpecError(ValueError):
     """A workload that cannot honour the placement contract; the message says what to change."""
+
+
+class PlacementError(ValueError):
+    """A placement (key, value, pools, queues) that Kubernetes or EKS would refuse, or no placement at all."""
 
 
 def known(value: Any) -> bool:

@@ -28,17 +28,12 @@ def output_path(value: Any, path: str = "") -> str | None:
         return path
     if _types.is_input_type(type(value)):
         value = _types.input_type_to_dict(value)
+    parts: list[tuple[str, Any]] = []
     if isinstance(value, abc.Mapping):
-        for key, item in value.items():
-            found = output_path(item, f"{path}.{key}")
-            if found is not None:
-                return found
+        parts = [(f"{path}.{key}", item) for key, item in value.items()]
     elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            found = output_path(item, f"{path}[{index}]")
-            if found is not None:
-                return found
-    return None
+        parts = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+    return next((found for where, item in parts if (found := output_path(item, where)) is not None), None)
 
 
 def has_outputs(value: Any) -> bool:
