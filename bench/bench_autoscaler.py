@@ -5,7 +5,7 @@
 
 The latency is from the pod's creation to the inference pool's desired capacity rising in moto,
 with the platform's scan interval (the chart and platform set none: the autoscaler's 10 s). Each
-run starts moto and the autoscaler afresh, so where the pod falls in the loop varies. The local
+run empties moto and starts the autoscaler afresh, so where the pod falls in the loop varies. The local
 cluster is started (with the dev stack's nodes) when not running and stopped only then. A cold
 build uses a fresh, throwaway GOCACHE (the module cache stays: downloads are not build time).
 Nothing here is a test: these are numbers to report.

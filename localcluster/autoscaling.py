@@ -1,30 +1,35 @@
 """The real Cluster Autoscaler deciding on the local cluster, against moto's AWS on loopback.
 
-``start(run, region, kube)`` starts moto's server, seeds it from the platform's registrations
-(``aws_seed``), writes the priority expander's ConfigMap where the chart would, and starts the
-autoscaler built from ``localcluster/autoscaler`` with the arguments the platform's Helm values
-render to (``chart_args``), plus only what points it at this cluster and at moto (flags the run
-needs only because AWS is moto here): ``--kubeconfig``, ``--cloud-config`` with a
-``[ServiceOverride]`` per service (ec2, autoscaling, eks), no leader election, a loopback
-``--address`` and dummy credentials; and one difference in timing, never in what it decides:
-``--scan-interval=1s`` (``TEST_RUN_ARGS``; docs/local-cluster.md says why it is the only one). No static instance list: 1.33.0's SDK v1 session carries the
-overrides' resolver (aws_sdk_provider.go createAWSSDKProvider), so DescribeInstanceTypes reaches
-moto as it reaches EC2 in production, which never sets ``--aws-use-static-instance-list``.
+``running(run, region, kube)`` empties moto's server (one per control plane, reset between runs:
+:func:`moto_for_a_run`), seeds it from the platform's registrations (``aws_seed``), writes the
+priority expander's ConfigMap where the chart would, and starts the autoscaler built from
+``localcluster/autoscaler`` with the arguments the platform's Helm values render to
+(``chart_args``), plus only what points it at this cluster and at moto (flags the run needs only
+because AWS is moto here): ``--kubeconfig``, ``--cloud-config`` with a ``[ServiceOverride]`` per
+service (ec2, autoscaling, eks), no leader election, a loopback ``--address`` and dummy
+credentials; and one difference in timing, never in what it decides: ``--scan-interval=1s``
+(``TEST_RUN_ARGS``; docs/local-cluster.md says why it is the only one). No static instance list:
+1.33.0's SDK v1 session carries the overrides' resolver (aws_sdk_provider.go
+createAWSSDKProvider), so DescribeInstanceTypes reaches moto as it reaches EC2 in production,
+which never sets ``--aws-use-static-instance-list``.
 The binary is 1.33.0, the newest the Go proxy serves; the platform deploys 1.35.2, which always runs
 DRA and labels its template nodes ``cluster-autoscaler.kubernetes.io/template-node``: neither is
 exercised here (docs/decisions/0075 lists what differs and stays untested).
-Instances moto launches become kwok nodes (``registrar``). ``stop()`` ends both processes.
+Instances moto launches become kwok nodes (``registrar``). Leaving ``running`` ends the autoscaler;
+moto ends with the control plane.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import requests
 from kubernetes.client.rest import ApiException
 
 from infra.tooling.offline import Run
@@ -77,6 +82,25 @@ def start_moto(port: int | None = None, name: str = MOTO) -> str:
         ready=lambda: _get(f"{endpoint}/moto-api/", tls=False) == 200,
     )
     return endpoint
+
+
+def moto_for_a_run() -> str:
+    """moto with nothing in it: the one this control plane's earlier runs used, reset, or a new one.
+
+    A new server loads each service's backend and EC2's instance-type tables on first use, about 3 s
+    of CPU per run; ``POST /moto-api/reset`` empties every backend of a running one, as new. One that
+    died or refuses the reset is replaced (``services.start`` stops a recorded one first). Stopped
+    with the control plane (``services.stop_all``)."""
+    global _moto_endpoint
+    if _moto_endpoint and services.alive(MOTO):
+        with contextlib.suppress(requests.RequestException):
+            if requests.post(f"{_moto_endpoint}/moto-api/reset", timeout=30).ok:
+                return _moto_endpoint
+    _moto_endpoint = start_moto()
+    return _moto_endpoint
+
+
+_moto_endpoint: str | None = None
 
 
 def check_moto(endpoint: str, region: str) -> None:
@@ -188,12 +212,16 @@ def running(
     describe_nodegroup: bool = True,
     priorities: bool = True,
     sizes: Mapping[str, int] | None = None,
+    before_start: Callable[[Autoscaling], object] | None = None,
 ) -> Iterator[Autoscaling]:
-    """moto + the autoscaler for the registrations in ``run``; both stopped, their nodes removed, after.
+    """moto (reset) + the autoscaler for the registrations in ``run``; the autoscaler stopped and its nodes
+    removed after (moto stays for the next run, :func:`moto_for_a_run`).
 
     ``sizes``: desired capacities by group, set (and their nodes registered) before the autoscaler
     starts, as for nodes already running when it comes up. Set later, the autoscaler would learn the
     instances only at its next ASG refresh, a minute apart (aws_manager.go ``refreshInterval``).
+    ``before_start``: called with the run once those nodes are registering, before the autoscaler
+    starts (pods already running on them when it comes up).
 
     ``describe_nodegroup=False``: EKS no longer knows the node groups (DescribeNodegroup answers
     ResourceNotFoundException, as it fails when denied), so only the ASG tags tell the autoscaler a
@@ -201,7 +229,7 @@ def running(
     """
     registrar = None
     try:
-        endpoint = start_moto()
+        endpoint = moto_for_a_run()
         seeded = {g.registration: g for g in seed(partial(boto3_client, endpoint, region), run, region)}
         if not describe_nodegroup:
             forget_node_groups(partial(boto3_client, endpoint, region), seeded.values())
@@ -217,13 +245,14 @@ def running(
         for group, size in (sizes or {}).items():
             scaling.set_desired(group, size)
         registrar.start()
+        if before_start is not None:
+            before_start(scaling)
         start_autoscaler(values, endpoint, region)
         yield scaling
     finally:
         services.stop(AUTOSCALER)
         if registrar is not None:
             registrar.stop()
-        services.stop(MOTO)
         _delete_configmap(kube)
 
 

@@ -80,8 +80,9 @@ def _rank(nodeid: str) -> int:
     return next(found, len(LONGEST_FIRST))
 
 
-# Modules whose tests share nothing, not even a module fixture worth keeping (each scenario starts
-# its own moto and autoscaler): under ``--dist loadfile`` any worker takes any of their tests.
+# Modules whose tests share nothing but their worker's moto, not even a module fixture worth keeping
+# (each scenario empties moto and starts its own autoscaler): under ``--dist loadfile`` any worker
+# takes any of their tests.
 SPREAD_OVER_WORKERS = frozenset(
     {"tests/cluster/test_autoscaler.py", "tests/cluster/test_autoscaler_world.py"}
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from infra.tooling.offline import Run, load_project, platform_contract
@@ -68,7 +68,9 @@ def wait_desired(run: Autoscaling, group: str, size: int, timeout: float = SCALE
         run.check()
         return run.desired(group) == size
 
-    wait_for(f"{group} desired capacity {size} (now {run.desired(group)})", reached, timeout=timeout)
+    # Looked at once a loop: the autoscaler changes a size at most that often, and each look is a moto call.
+    every = autoscaling.SCAN_INTERVAL_SECONDS
+    wait_for(f"{group} desired capacity {size} (now {run.desired(group)})", reached, timeout, every)
     return time.monotonic() - start
 
 
@@ -81,10 +83,14 @@ def hold(run: Autoscaling, seconds: float = HOLD_SECONDS) -> dict[str, int]:
     return {group: run.desired(group) for group in run.groups}
 
 
-def running_pods(kube: Kube, namespace: str, count: int) -> dict[str, str]:
-    """Pod -> node once ``count`` pods are Running."""
+def running_pods(
+    kube: Kube, namespace: str, count: int, check: Callable[[], None] | None = None
+) -> dict[str, str]:
+    """Pod -> node once ``count`` pods are Running; ``check`` (a run's) fails the wait early."""
 
     def bound() -> dict[str, str] | None:
+        if check is not None:
+            check()
         pods = {
             p.metadata.name: p.spec.node_name for p in kube.pods(namespace) if p.status.phase == "Running"
         }
@@ -105,14 +111,43 @@ def start(
 
 
 @contextlib.contextmanager
-def scenario(kube: Kube, run: Run, project_dir: Any, namespace: str, **world: Any) -> Iterator[Autoscaling]:
+def scenario(
+    kube: Kube,
+    run: Run,
+    project_dir: Any,
+    namespace: str,
+    already_running: Sequence[dict[str, Any]] = (),
+    **world: Any,
+) -> Iterator[Autoscaling]:
     """The autoscaler on ``run``'s registrations, and a namespace for the test's pods, deleted while
     their nodes still exist (kwok then deletes the pods; on a deleted node they would hang).
+    ``already_running``: pods Running on the nodes ``sizes`` brings up before the autoscaler starts.
     ``world``: what :func:`localcluster.autoscaling.running` takes away (DescribeNodegroup, priorities)
     or starts with (``sizes``)."""
-    with start(run, kube, project_dir, **world) as autoscaler:
-        kube.namespace(namespace, pod_security="baseline")
-        try:
-            yield autoscaler
-        finally:
+    made = False
+
+    def make() -> None:
+        nonlocal made
+        kube.namespace(namespace, pod_security="baseline")  # waits out a terminating one of that name
+        made = True
+
+    def delete() -> None:
+        nonlocal made
+        if made:  # once: a second delete of a Terminating namespace is refused
+            made = False
             kube.delete_namespace(namespace, wait=False)
+
+    def place(scaling: Autoscaling) -> None:
+        make()
+        for manifest in already_running:
+            kube.apply(manifest, namespace)
+        running_pods(kube, namespace, len(already_running), scaling.registrar.check)
+
+    with contextlib.ExitStack() as stack:
+        stack.callback(delete)  # if the start fails
+        before_start = place if already_running else None
+        autoscaler = stack.enter_context(start(run, kube, project_dir, before_start=before_start, **world))
+        if not made:
+            make()  # after the start: a terminating one of that name went meanwhile
+        stack.callback(delete)  # before the nodes go
+        yield autoscaler

@@ -116,8 +116,9 @@ def test_an_idle_node_goes_after_scale_down_unneeded_time_and_a_busy_one_stays(
 ) -> None:
     """scaleDownUnneededTime shortened through the stack's config, not code."""
     quick = dev_variant(tmp_path, {"scaleDownUnneededTime: 10m": "scaleDownUnneededTime: 10s"})
-    with scenario(kube, quick, tmp_path, namespace, sizes={INFERENCE: 2}) as run:  # two nodes up at its start
-        kube.apply(pod("busy", gpus=1, pool="inference"), namespace)
+    busy_pod = pod("busy", gpus=1, pool="inference")
+    # Two nodes up at its start, one of them running a GPU pod.
+    with scenario(kube, quick, tmp_path, namespace, [busy_pod], sizes={INFERENCE: 2}) as run:
         (busy,) = running_pods(kube, namespace, 1).values()
         wait_desired(run, INFERENCE, 1, timeout=120)
         assert kube.core.read_node(busy).spec.unschedulable is not True

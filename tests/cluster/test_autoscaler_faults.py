@@ -1,4 +1,5 @@
-"""Faults around the autoscaler runs: each fails naming the component, and no process is left behind."""
+"""Faults around the autoscaler runs: each fails naming the component and leaves no autoscaler and no
+node behind (moto, shared by a control plane's runs, ends with it)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ def taken_port() -> Iterator[int]:
         s.bind((HOST, 0))
         s.listen()
         yield s.getsockname()[1]
+
+
+@pytest.fixture(autouse=True)
+def no_moto_yet() -> None:
+    """Each fault starts with no moto: the one earlier runs on this control plane share is stopped."""
+    services.stop(autoscaling.MOTO)
 
 
 def _nothing_left() -> None:
@@ -78,5 +85,5 @@ def test_a_crashed_autoscaler_is_reported_by_name_and_its_log(kube: Kube, dev: R
                     wait_desired(run, INFERENCE, 1)
         finally:
             kube.delete_namespace(NAMESPACE, wait=False)
-    _nothing_left()
+    assert not services.alive(autoscaling.AUTOSCALER)
     assert not [n for n in kube.nodes() if (n.spec.provider_id or "").startswith("aws:///")]
