@@ -138,10 +138,8 @@ def helm_release_unseen(resource_type: str, props: Props, placement: Placement) 
 
 
 def gpus_beyond_a_sliced_pool(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: a container asking for more than one GPU can never run on a time-sliced pool, whose
-    device plugin refuses it (``failRequestsGreaterThanOne``, per container) after the scheduler (which
-    counts the pod's total against the node's slots) placed it and the autoscaler paid for the node.
-    Flagged when the pod can land on such a pool (wt-harness, issue 33 item 4)."""
+    """Mandatory: no container asking for more than one GPU may land on a time-sliced pool,
+    whose device plugin refuses it after a node was paid for (docs/operations.md's policy table)."""
     return [m for _, pod in pod_specs_of(resource_type, props) for m in _beyond_sliced(pod, placement)]
 
 
@@ -166,9 +164,8 @@ def _beyond_sliced(pod: Mapping[str, Any], placement: Placement) -> list[str]:
 
 
 def karpenter_pool_routing(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: where a cluster has both node-group and Karpenter pools, no GPU pod can land on both kinds
-    (Cluster Autoscaler and Karpenter would each launch a node for it, and one would idle, paid), and every
-    GPU NodePool carries the provisioner taint that keeps pods naming no pool off Karpenter (decision 0098)."""
+    """Mandatory: with both kinds of pool, no GPU pod can land on both, and every GPU NodePool
+    carries the provisioner taint (why: decision 0098)."""
     if not placement.mixed:
         return []
     groups = [p.name for p in placement.pools if not p.karpenter]
@@ -268,11 +265,7 @@ def _landing_messages(resources: Resources, placement: Placement, kind: str) -> 
 
 
 def gpu_agents_on_gpu_pools(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
-    """Mandatory: every agent meant for GPU nodes lands on every GPU pool, and on no other node group.
-
-    It sees inside Helm releases and add-ons through their inputs (``values``,
-    ``configurationValues``) and the chart models of ``infra.tooling.agents``.
-    """
+    """Mandatory: every agent meant for GPU nodes lands on every GPU pool and no other group (decision 0040)."""
     return _landing_messages(resources, placement, "problems")
 
 
@@ -315,10 +308,8 @@ RULES = (
 
 def placement_from_config(policy: str, config: Mapping[str, Any] | None) -> Placement | None:
     """A policy's pack config ``placement`` (key/value): an explicit override of the stack's contract, or None.
-
-    CrossGuard hands each policy its own config, so the error names the policy; a
-    contract the platform itself would refuse is refused here too.
-    """
+    CrossGuard hands each policy its own config, so the error names the policy; a contract the platform
+    itself would refuse is refused here too."""
     raw = (config or {}).get("placement")
     if raw is None:
         return None
@@ -344,12 +335,9 @@ class Links:
 
 
 def _launch_template(key: str, props: Props, templates: Mapping[str, Props], links: Links) -> Props:
-    """The launch template a node group uses, when the stack shows which one (else ``{}``).
-
-    By the node group's ``launchTemplate.id`` or ``.name`` where those are known; else
-    (a preview creating both: the id is not known yet) by the engine's dependency of the
-    node group on exactly one launch template of the stack.
-    """
+    """The launch template a node group uses, when the stack shows which one (else ``{}``): by its
+    ``launchTemplate.id`` or ``.name`` where known, else (a preview creating both: the id is not known
+    yet) by the engine's dependency of the node group on exactly one launch template of the stack."""
     if "launchTemplate" not in props:
         return {}
     ref = props.get("launchTemplate")
@@ -363,11 +351,8 @@ def _launch_template(key: str, props: Props, templates: Mapping[str, Props], lin
 
 
 def node_group_overrides(resources: Resources, links: Links | None = None) -> dict[str, dict[str, Any]]:
-    """Node groups whose instance type is set only in their launch template: {node group: {"instanceTypes": [it]}}.
-
-    That is what EKS does: with a launch template that names an instance type the node
-    group lists none (CreateNodegroup refuses both), and its nodes are that type.
-    """
+    """Node groups whose instance type is set only in their launch template: {node group: {"instanceTypes": [it]}},
+    as EKS sees them (CreateNodegroup refuses a type in both; the nodes are the template's)."""
     templates = {resource_key(t, n): p for t, n, p in resources if t == LAUNCH_TEMPLATE}
     overrides = {}
     for typ, name, props in resources:
@@ -380,11 +365,8 @@ def node_group_overrides(resources: Resources, links: Links | None = None) -> di
 
 
 def _effective(resources: Resources, overrides: Mapping[str, Mapping[str, Any]]) -> Resources:
-    """Each resource with its overrides read first and every other key read through.
-
-    Read through, so pulumi_policy's proxy stays in charge of the rest: a value not
-    known yet still raises when a rule reads it.
-    """
+    """Each resource with its overrides read first and every other key read through pulumi_policy's
+    proxy, so a value not known yet still raises when a rule reads it (decision 0034)."""
     return [
         (t, n, ChainMap(overrides[resource_key(t, n)], p) if resource_key(t, n) in overrides else p)
         for t, n, p in resources
@@ -512,11 +494,8 @@ class Violation:
 
 
 def check(resources: Resources, placement: Contracts = None, links: Links | None = None) -> list[Violation]:
-    """Run every rule at its default level over (type, name, props) triples, as the pack does.
-
-    ``placement``: :data:`Contracts`; ``links``: parents and dependencies. Levels are the Pulumi CLI's
-    to override (``--policy-pack-config``).
-    """
+    """Run every rule at its default level over (type, name, props) triples, as the pack does
+    (``placement``: :data:`Contracts`; the Pulumi CLI overrides levels: ``--policy-pack-config``)."""
     view = stack_view(resources, links, placement)
     return [
         Violation(spec.name, spec.default_level, resource, message)
