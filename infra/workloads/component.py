@@ -1,8 +1,7 @@
 """What ``GpuDeployment`` and ``GpuJob`` share: their common args, reading them, the placement, timeouts, outputs.
 
-The Pulumi plumbing around the pure merge, one copy for both components, so they behave
-alike for Python users and for other languages served through the component provider
-(args as a plain dict, camelCase keys, numbers as floats). Decision 0015.
+One copy for both, so they behave alike for Python and for other languages served through the component
+provider (args as a plain dict, camelCase keys, numbers as floats): decision 0015.
 """
 
 from __future__ import annotations
@@ -72,10 +71,8 @@ JOB_TIMEOUT = f"{SCALE_UP_MINUTES + IMAGE_PULL_MINUTES + STARTUP_MINUTES + JOB_R
 
 
 def check_duration(value: object, setting: str) -> str | None:
-    """A positive Go duration (``"45m"``, ``"1h30m"``), as the engine parses ``customTimeouts``.
-
-    A negative or zero one, a bare number or ``"1d"`` would only fail at ``pulumi up``: refused here instead.
-    """
+    """A positive Go duration (``"45m"``, ``"1h30m"``), as the engine parses ``customTimeouts``; a negative
+    or zero one, a bare number or ``"1d"`` would only fail at ``pulumi up``: refused here instead."""
     if value is None:
         return None
     seconds = go_duration_seconds(value) if isinstance(value, str) else None
@@ -94,11 +91,9 @@ _TIMEOUT_ANNOTATION = f"metadata.annotations[{TIMEOUT_SECONDS!r}]"
 
 
 def annotation_timeout(metadata: Any) -> str | None:
-    """The ``pulumi.com/timeoutSeconds`` annotation as a duration (``"600"`` -> ``"600s"``); None if absent.
-
-    Read as pulumi-kubernetes reads it (Go's ``strconv.Atoi``: digits, an optional leading ``+``); what
-    is refused, and why: docs/components.md, "Long waits".
-    """
+    """The ``pulumi.com/timeoutSeconds`` annotation as a duration (``"600"`` -> ``"600s"``), None if absent,
+    read as pulumi-kubernetes reads it (Go's ``strconv.Atoi``); what is refused and why: docs/components.md,
+    "Long waits"."""
     wire = wire_metadata(metadata)
     annotations = wire.get("annotations") if isinstance(wire, Mapping) else UNKNOWN
     if not known(annotations) or not isinstance(annotations, Mapping) or TIMEOUT_SECONDS not in annotations:
@@ -244,12 +239,9 @@ Place = Callable[..., dict[str, Any]]
 
 
 def place_now(owner: str, args: GpuWorkloadArgs[Any], spec_type: Any, place: Place) -> Any:
-    """Run every check that known values allow, before anything is declared.
-
-    Returns the placed spec, or UNKNOWN when the whole spec is an Output. A contract still
-    an Output stands in as ``UNRESOLVED_PLACEMENT``, which no user spec mentions: only
-    checks that need no contract (shape, containers, GPU counts) can fail on it.
-    """
+    """Run every check that known values allow, before anything is declared: the placed spec, or UNKNOWN when
+    the whole spec is an Output. A contract still an Output stands in as ``UNRESOLVED_PLACEMENT``, which no
+    user spec mentions: only checks that need no contract (shape, containers, GPU counts) can fail on it."""
     with refusals(owner):
         spec = to_wire(args.spec, spec_type, unknown=UNKNOWN)
         resolved = not has_outputs(args.placement)
