@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +163,7 @@ def nodepool_name(name: str, props: Mapping[str, Any]) -> str:
     return str((props.get("metadata") or {}).get("name") or name)
 
 
-def overlay_gpus(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> dict[str, int]:
+def overlay_gpus(resources: Resources) -> dict[str, int]:
     """NodePool name -> ``nvidia.com/gpu`` a NodeOverlay tells Karpenter its nodes advertise (time-slicing)."""
     found = {}
     for typ, _, props in resources:
@@ -195,9 +195,8 @@ def declared_nodes(resources: Resources) -> list[Node]:
     return [node for typ, name, props in resources for node in _nodes_of(typ, name, props, slots)]
 
 
-def groups_of(resources: Iterable[tuple[str, str, Mapping[str, Any]]], placement: Placement) -> list[Group]:
+def groups_of(resources: Resources, placement: Placement) -> list[Group]:
     """The stack's node groups and Karpenter NodePools as nodes carrying exactly the declared labels and taints."""
-    resources = list(resources)
     slots = overlay_gpus(resources)
     gpu = {
         NODE_GROUP: lambda p: (

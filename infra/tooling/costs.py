@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +10,7 @@ from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM, PRICES_SOURCE
 from infra.tooling.agents import (
     NODE_GROUP,
     NODEPOOL,
+    Resources,
     aligned,
     nodepool_name,
     nodepool_requirement,
@@ -100,9 +101,8 @@ def nodepool_cost(name: str, props: Mapping[str, Any], gpus_per_node: int | None
     )
 
 
-def stack_cost(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> CostReport:
+def stack_cost(resources: Resources) -> CostReport:
     """The cost of every node group and Karpenter NodePool among ``resources`` (type, name, props)."""
-    resources = list(resources)
     slots = overlay_gpus(resources)
     costs = [group_cost(n, p) for t, n, p in resources if t == NODE_GROUP]
     costs += [nodepool_cost(n, p, slots.get(nodepool_name(n, p))) for t, n, p in resources if t == NODEPOOL]

@@ -212,16 +212,14 @@ def size_notes(run: Run, nodes: list[Node]) -> list[str]:
 
 def spot_notes(run: Run) -> list[str]:
     """What a SPOT pool means for the workloads on it."""
-    notes = []
-    for group in run.of_type(NODE_GROUP):
-        if group.inputs.get("capacityType") == "SPOT":
-            pool = (group.inputs.get("labels") or {}).get(POOL_LABEL, group.name)
-            notes.append(
-                f"  {pool} is SPOT: a node can be reclaimed with 2 minutes' notice; EKS drains it and its pods "
-                "go back to Pending and reschedule (a PodDisruptionBudget limits drains, not the reclaim). "
-                "A pod that names no pool gets the cheapest pool that fits it; spot wins only over "
-                "an on-demand pool of the same price rank (infra/platform/autoscaler.py)."
-            )
+    notes = [
+        f"  {(group.inputs.get('labels') or {}).get(POOL_LABEL, group.name)} is SPOT: a node can be reclaimed "
+        "with 2 minutes' notice; EKS drains it and its pods go back to Pending and reschedule (a "
+        "PodDisruptionBudget limits drains, not the reclaim). A pod that names no pool gets the cheapest pool "
+        "that fits it; spot wins only over an on-demand pool of the same price rank (infra/platform/autoscaler.py)."
+        for group in run.of_type(NODE_GROUP)
+        if group.inputs.get("capacityType") == "SPOT"
+    ]
     for pool in run.of_type(NODEPOOL):
         capacity = nodepool_requirement(pool.inputs, "karpenter.sh/capacity-type")
         if "spot" in capacity:
