@@ -222,11 +222,9 @@ def workload_settings(resource_type: str, props: Props, placement: Placement) ->
 
 
 def _encrypts_secrets(encryption: Any) -> bool:
-    """pulumi-aws ``encryptionConfig``: ``{provider: {keyArn}, resources: ["secrets"]}`` (older SDKs: a list of one).
-
-    The key ARN is only looked for, not read: a key created in the same stack is not
-    known during preview, and it will be there.
-    """
+    """pulumi-aws ``encryptionConfig``: ``{provider: {keyArn}, resources: ["secrets"]}`` (older SDKs: a list of
+    one). The key ARN is only looked for, not read: a key created in the same stack is not known during
+    preview, and it will be there."""
     configs = [encryption] if isinstance(encryption, Mapping) else list(encryption or [])
     return any(
         isinstance(c, Mapping)
