@@ -63,7 +63,7 @@ def _policy(spec: RuleSpec) -> ResourceValidationPolicy | StackValidationPolicy:
     """A stack policy when the verdict depends on the contract (only the whole stack shows it), else a resource policy."""
     described = {
         "name": spec.name,
-        "description": (spec.rule.__doc__ or spec.name).strip().splitlines()[0],
+        "description": spec.description,
         "enforcement_level": EnforcementLevel(spec.default_level),
         "config_schema": CONFIG_SCHEMA,
     }

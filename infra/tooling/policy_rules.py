@@ -8,6 +8,7 @@ Kubernetes resources are the manifest. Each stack is judged by the contract it d
 
 from __future__ import annotations
 
+import inspect
 from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -138,8 +139,8 @@ def helm_release_unseen(resource_type: str, props: Props, placement: Placement) 
 
 
 def gpus_beyond_a_sliced_pool(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: no container asking for more than one GPU may land on a time-sliced pool,
-    whose device plugin refuses it after a node was paid for (docs/operations.md's policy table)."""
+    """Mandatory: no container asking for more than one GPU may land on a time-sliced pool, whose
+    device plugin refuses it only after the autoscaler paid for a node (docs/operations.md)."""
     return [m for _, pod in pod_specs_of(resource_type, props) for m in _beyond_sliced(pod, placement)]
 
 
@@ -164,8 +165,8 @@ def _beyond_sliced(pod: Mapping[str, Any], placement: Placement) -> list[str]:
 
 
 def karpenter_pool_routing(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: with both kinds of pool, no GPU pod can land on both, and every GPU NodePool
-    carries the provisioner taint (why: decision 0098)."""
+    """Mandatory: with node-group and Karpenter pools, no GPU pod can land on both kinds (each would
+    launch a node for it, one idle and paid), and every GPU NodePool carries the provisioner taint."""
     if not placement.mixed:
         return []
     groups = [p.name for p in placement.pools if not p.karpenter]
@@ -282,6 +283,11 @@ class RuleSpec:
     contract: bool = True
     """True: its verdict depends on the placement contract, so the pack serves it as a stack policy
     that reads the contract the stack declares first. False: a ResourceValidationPolicy."""
+
+    @property
+    def description(self) -> str:
+        """The rule docstring's first paragraph on one line: what ``pulumi preview`` shows for the policy."""
+        return " ".join(inspect.cleandoc(self.rule.__doc__ or self.name).split("\n\n")[0].split())
 
 
 RULES = (
