@@ -43,6 +43,7 @@ ARM64_PLATFORMS = frozenset({"linux/arm64", "linux/arm64/v8"})
 """What Graviton2 (g5g) runs: an index entry of one of these settles the question."""
 USER_AGENT = "eks-gpu-infra-image-check/1"
 
+# Used with fullmatch: a pattern's ``$`` also matches before a final newline (``v1\n`` as a tag).
 _DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
 _REGISTRY_HOST = re.compile(
@@ -93,7 +94,7 @@ def parse_reference(image: str) -> Reference:
     if not isinstance(image, str) or not image or image != image.strip():
         raise ReferenceError(f"image {image!r} is not a valid reference")
     rest, at, digest = image.partition("@")
-    if at and not _DIGEST.match(digest):
+    if at and not _DIGEST.fullmatch(digest):
         raise ReferenceError(f"image {image!r}: digest must be sha256:<64 hex digits>")
     first, slash, remainder = rest.partition("/")
     if slash and ("." in first or ":" in first or first == "localhost" or first != first.lower()):
@@ -103,16 +104,16 @@ def parse_reference(image: str) -> Reference:
     tag = None
     if path.rfind(":") > path.rfind("/"):  # a colon after the last slash starts the tag
         path, _, tag = path.rpartition(":")
-        if not _TAG.match(tag):
+        if not _TAG.fullmatch(tag):
             raise ReferenceError(f"image {image!r}: tag {tag!r} is not valid")
-    host = _REGISTRY_HOST.match(registry)  # Docker's grammar: domain[:port], port digits only
+    host = _REGISTRY_HOST.fullmatch(registry)  # Docker's grammar: domain[:port], port digits only
     if not host or int(host.group(1) or 0) > 65535:
         raise ReferenceError(f"image {image!r}: {registry!r} is not a registry host[:port] (port 0 to 65535)")
     if registry in ("index.docker.io", "registry-1.docker.io"):
         registry = DOCKER_HUB
     if registry == DOCKER_HUB and "/" not in path:
         path = f"library/{path}"
-    if not path or not all(_REPO_COMPONENT.match(part) for part in path.split("/")):
+    if not path or not all(_REPO_COMPONENT.fullmatch(part) for part in path.split("/")):
         raise ReferenceError(f"image {image!r}: repository {path!r} is not valid (lowercase, [a-z0-9._-])")
     return Reference(registry, path, tag=tag if tag or digest else "latest", digest=digest or None)
 
@@ -242,7 +243,7 @@ class RegistryClient:
                 continue
             child_digest = entry.get("digest")
             try:  # whatever keeps this entry's platform from being learned goes to unresolved
-                if not isinstance(child_digest, str) or not _DIGEST.match(child_digest):
+                if not isinstance(child_digest, str) or not _DIGEST.fullmatch(child_digest):
                     raise RegistryError("protocol", f"entry has no sha256 digest: {child_digest!r}")
                 if depth > MAX_INDEX_DEPTH or budget[0] <= 0:
                     raise RegistryError(
@@ -268,7 +269,7 @@ class RegistryClient:
         config_type, config_digest = config.get("mediaType"), config.get("digest")
         if config_type not in IMAGE_CONFIG_TYPES:
             return None
-        if not isinstance(config_digest, str) or not _DIGEST.match(config_digest):
+        if not isinstance(config_digest, str) or not _DIGEST.fullmatch(config_digest):
             raise RegistryError("protocol", f"{ref}: manifest has no sha256 config digest")
         blob = _json(self.blob(ref, config_digest, stop), f"config of {ref}")
         return format_platform(blob)
@@ -507,7 +508,7 @@ _ECR_HOST = re.compile(r"^(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\
 
 def ecr_registry(host: str) -> tuple[str, str] | None:
     """``123456789012.dkr.ecr.us-west-2.amazonaws.com`` -> (account, region); None for other hosts."""
-    match = _ECR_HOST.match(host.lower())
+    match = _ECR_HOST.fullmatch(host.lower())
     return (match.group(1), match.group(2)) if match else None
 
 

@@ -68,7 +68,10 @@ def test_docker_hub_is_asked_on_its_api_host() -> None:
     assert str(parse_reference("nginx")) == "docker.io/library/nginx:latest"
 
 
-@pytest.mark.parametrize("image", ["", "Nginx", "nginx@sha256:abc", "a/b:bad tag", " nginx"])
+NEWLINE_INSIDE = [f"nginx:v1\n@sha256:{'a' * 64}", f"nginx\n@sha256:{'a' * 64}", "ghcr.io\n/o/r:v1"]
+
+
+@pytest.mark.parametrize("image", ["", "Nginx", "nginx@sha256:abc", "a/b:bad tag", " nginx", *NEWLINE_INSIDE])
 def test_references_no_runtime_accepts_are_refused(image: str) -> None:
     with pytest.raises(oci.ReferenceError):
         parse_reference(image)
