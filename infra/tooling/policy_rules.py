@@ -140,7 +140,7 @@ def helm_release_unseen(resource_type: str, props: Props, placement: Placement) 
 
 def gpus_beyond_a_sliced_pool(resource_type: str, props: Props, placement: Placement) -> list[str]:
     """Mandatory: no container asking for more than one GPU may land on a time-sliced pool, whose
-    device plugin refuses it only after the autoscaler paid for a node (docs/operations.md)."""
+    device plugin refuses it only after the autoscaler paid for a node. The why: docs/operations.md."""
     return [m for _, pod in pod_specs_of(resource_type, props) for m in _beyond_sliced(pod, placement)]
 
 
@@ -264,7 +264,7 @@ def _landing_messages(resources: Resources, placement: Placement, kind: str) -> 
 
 
 def gpu_agents_on_gpu_pools(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
-    """Mandatory: every agent meant for GPU nodes lands on every GPU pool and no other group (decision 0040)."""
+    """Mandatory: every agent meant for GPU nodes lands on every GPU pool and no other group. Decision 0040."""
     return _landing_messages(resources, placement, "problems")
 
 
@@ -286,8 +286,10 @@ class RuleSpec:
 
     @property
     def description(self) -> str:
-        """The rule docstring's first paragraph on one line: what ``pulumi preview`` shows for the policy."""
-        return " ".join(inspect.cleandoc(self.rule.__doc__ or self.name).split("\n\n")[0].split())
+        """The rule docstring's first sentence on one line: what ``pulumi preview`` prints above each of
+        the policy's violations (pulumi_policy puts it before the message)."""
+        paragraph = " ".join(inspect.cleandoc(self.rule.__doc__ or self.name).split("\n\n")[0].split())
+        return paragraph.split(". ", 1)[0].rstrip(".") + "."
 
 
 RULES = (

@@ -176,8 +176,8 @@ def flavor_quota_reachable(resources: Resources, placement: Placement) -> list[t
 
 def priority_class_declared(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
     """Mandatory: every kueue.x-k8s.io/priority-class a Job uses names a WorkloadPriorityClass the stack or its
-    platform declares: Kueue cannot make a Workload for a Job naming a missing class (its lookup fails, the Job stays
-    suspended; pkg/util/priority/priority.go)."""
+    platform declares, else Kueue cannot make its Workload and the Job stays suspended. Kueue's lookup:
+    pkg/util/priority/priority.go."""
     declared = _named(resources, "WorkloadPriorityClass") | set(PRIORITY_CLASSES if placement.queues else ())
     if not declared:
         return []
