@@ -56,6 +56,18 @@ def pod(name: str, gpus: int, pool: str | None = None, **resources: str) -> dict
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
+def replica_set(manifest: dict[str, Any]) -> dict[str, Any]:
+    """One replica of ``manifest`` (a :func:`pod`) owned by a ReplicaSet of its name, as a Deployment's pods are."""
+    name, labels = manifest["metadata"]["name"], {"app": manifest["metadata"]["name"]}
+    template = {"metadata": {"labels": labels}, "spec": manifest["spec"]}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": template},
+    }
+
+
 def _requests(resources: dict[str, str]) -> dict[str, Any]:
     return {"resources": {"requests": dict(resources)}} if resources else {}
 
@@ -121,7 +133,8 @@ def scenario(
 ) -> Iterator[Autoscaling]:
     """The autoscaler on ``run``'s registrations, and a namespace for the test's pods, deleted while
     their nodes still exist (kwok then deletes the pods; on a deleted node they would hang).
-    ``already_running``: pods Running on the nodes ``sizes`` brings up before the autoscaler starts.
+    ``already_running``: objects whose pods (one each) run on the nodes ``sizes`` brings up before the
+    autoscaler starts.
     ``world``: what :func:`localcluster.autoscaling.running` takes away (DescribeNodegroup, priorities)
     or starts with (``sizes``)."""
     made = False

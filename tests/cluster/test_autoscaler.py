@@ -22,6 +22,7 @@ from tests.cluster.autoscaler_run import (
     hold,
     pod,
     pools_at_zero,
+    replica_set,
     running_pods,
     scenario,
     wait_desired,
@@ -114,15 +115,18 @@ def test_a_pool_at_its_max_size_grows_no_further(kube: Kube, dev: Run, namespace
 def test_an_idle_node_goes_after_scale_down_unneeded_time_and_a_busy_one_stays(
     kube: Kube, dev: Run, namespace: str, tmp_path: Path
 ) -> None:
-    """scaleDownUnneededTime shortened through the stack's config, not code."""
+    """scaleDownUnneededTime shortened through the stack's config, not code. The GPU pod is a ReplicaSet's,
+    as a GpuDeployment's are, so the autoscaler may move it (a bare pod would pin its node): the busy
+    node stays because once the idle one is gone its pod has nowhere else to go."""
     quick = dev_variant(tmp_path, {"scaleDownUnneededTime: 10m": "scaleDownUnneededTime: 10s"})
-    busy_pod = pod("busy", gpus=1, pool="inference")
-    # Two nodes up at its start, one of them running a GPU pod.
-    with scenario(kube, quick, tmp_path, namespace, [busy_pod], sizes={INFERENCE: 2}) as run:
-        (busy,) = running_pods(kube, namespace, 1).values()
+    busy_set = replica_set(pod("busy", gpus=1, pool="inference"))
+    # Two nodes up at its start, one of them running the GPU pod.
+    with scenario(kube, quick, tmp_path, namespace, [busy_set], sizes={INFERENCE: 2}) as run:
+        running = running_pods(kube, namespace, 1)
+        (busy,) = running.values()
         wait_desired(run, INFERENCE, 1, timeout=120)
         assert kube.core.read_node(busy).spec.unschedulable is not True
-        assert running_pods(kube, namespace, 1) == {"busy": busy}
+        assert running_pods(kube, namespace, 1) == running  # the same pod, never moved
         assert hold(run, 15)[INFERENCE] == 1  # the node with the GPU pod stays past the 10 s unneeded time
 
 
