@@ -264,7 +264,9 @@ def _landing_messages(resources: Resources, placement: Placement, kind: str) -> 
 
 
 def gpu_agents_on_gpu_pools(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
-    """Mandatory: every agent meant for GPU nodes lands on every GPU pool and no other group. Decision 0040."""
+    """Mandatory: every agent meant for GPU nodes lands on every GPU pool and no other group.
+
+    Helm releases and add-ons are seen through their inputs and the chart models (decision 0040)."""
     return _landing_messages(resources, placement, "problems")
 
 

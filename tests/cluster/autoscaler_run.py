@@ -139,11 +139,6 @@ def scenario(
     or starts with (``sizes``)."""
     made = False
 
-    def make() -> None:
-        nonlocal made
-        kube.namespace(namespace, pod_security="baseline")  # waits out a terminating one of that name
-        made = True
-
     def delete() -> None:
         nonlocal made
         if made:  # once: a second delete of a Terminating namespace is refused
@@ -151,16 +146,16 @@ def scenario(
             kube.delete_namespace(namespace, wait=False)
 
     def place(scaling: Autoscaling) -> None:
-        make()
+        nonlocal made
+        kube.namespace(namespace, pod_security="baseline")  # waits out a terminating one of that name
+        made = True
         for manifest in already_running:
             kube.apply(manifest, namespace)
-        running_pods(kube, namespace, len(already_running), scaling.registrar.check)
+        if already_running:
+            running_pods(kube, namespace, len(already_running), scaling.registrar.check)
 
     with contextlib.ExitStack() as stack:
-        stack.callback(delete)  # if the start fails
-        before_start = place if already_running else None
-        autoscaler = stack.enter_context(start(run, kube, project_dir, before_start=before_start, **world))
-        if not made:
-            make()  # after the start: a terminating one of that name went meanwhile
+        stack.callback(delete)  # if the start fails after the namespace was made
+        autoscaler = stack.enter_context(start(run, kube, project_dir, before_start=place, **world))
         stack.callback(delete)  # before the nodes go
         yield autoscaler
