@@ -4,6 +4,7 @@ platform's way (``place_pod_spec``), and waits that fail naming the autoscaler i
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -47,6 +48,16 @@ def pools_at_zero(kube: Kube, dev: Run) -> Iterator[None]:
             "the mirrored GPU nodes back",
             lambda: names <= {n.metadata.name for n in kube.nodes() if settled(n)},
         )
+
+
+_scenarios = itertools.count(1)
+
+
+def scenario_namespace(prefix: str) -> str:
+    """A namespace name no earlier scenario of this worker used (``prefix-<n>``): the last scenario's
+    may still be terminating (the namespace controller starts on it 5 s after the delete), and its
+    name again would wait for that."""
+    return f"{prefix}-{next(_scenarios)}"
 
 
 def pod(name: str, gpus: int, pool: str | None = None, **resources: str) -> dict[str, Any]:
@@ -129,10 +140,14 @@ def scenario(
     project_dir: Any,
     namespace: str,
     already_running: Sequence[dict[str, Any]] = (),
+    pending: Sequence[dict[str, Any]] = (),
     **world: Any,
 ) -> Iterator[Autoscaling]:
     """The autoscaler on ``run``'s registrations, and a namespace for the test's pods, deleted while
     their nodes still exist (kwok then deletes the pods; on a deleted node they would hang).
+    ``pending``: pods made first, waiting when the autoscaler comes up, as pods wait through a
+    restart of it: a GPU pod's 30 s scale-up buffer (``unschedulablePodWithGpuTimeBuffer``, counted
+    from its creation) then runs beside the start instead of after it.
     ``already_running``: objects whose pods (one each) run on the nodes ``sizes`` brings up before the
     autoscaler starts.
     ``world``: what :func:`localcluster.autoscaling.running` takes away (DescribeNodegroup, priorities)
@@ -146,9 +161,6 @@ def scenario(
             kube.delete_namespace(namespace, wait=False)
 
     def place(scaling: Autoscaling) -> None:
-        nonlocal made
-        kube.namespace(namespace, pod_security="baseline")  # waits out a terminating one of that name
-        made = True
         for manifest in already_running:
             kube.apply(manifest, namespace)
         if already_running:
@@ -156,6 +168,10 @@ def scenario(
 
     with contextlib.ExitStack() as stack:
         stack.callback(delete)  # if the start fails after the namespace was made
+        kube.namespace(namespace, pod_security="baseline")  # waits out a terminating one of that name
+        made = True
+        for manifest in pending:
+            kube.apply(manifest, namespace)
         autoscaler = stack.enter_context(start(run, kube, project_dir, before_start=place, **world))
         stack.callback(delete)  # before the nodes go
         yield autoscaler

@@ -25,6 +25,7 @@ from tests.cluster.autoscaler_run import (
     replica_set,
     running_pods,
     scenario,
+    scenario_namespace,
     wait_desired,
 )
 from tests.platform.conftest import dev_variant
@@ -41,15 +42,14 @@ def dev() -> Run:
 def namespace(kube: Kube, dev: Run) -> Iterator[str]:
     """The GPU pools at zero; the namespace itself comes and goes with each run (``scenario``)."""
     with pools_at_zero(kube, dev):
-        yield NAMESPACE
+        yield scenario_namespace(NAMESPACE)
 
 
 def test_four_shared_gpu_pods_start_one_inference_node_and_a_fifth_a_second(
     kube: Kube, dev: Run, namespace: str
 ) -> None:
-    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
-        for i in range(4):
-            kube.apply(pod(f"slice-{i}", gpus=1, pool="inference"), namespace)
+    slices = [pod(f"slice-{i}", gpus=1, pool="inference") for i in range(4)]
+    with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=slices) as run:
         wait_desired(run, INFERENCE, 1)
         assert len(set(running_pods(kube, namespace, 4).values())) == 1  # all four on the one new node
         assert hold(run) == {INFERENCE: 1, TRAINING: 0, "gpu-platform-system": 2}
@@ -61,8 +61,7 @@ def test_four_shared_gpu_pods_start_one_inference_node_and_a_fifth_a_second(
 def test_a_two_gpu_pod_gets_a_two_gpu_node_never_a_time_sliced_one(
     kube: Kube, dev: Run, namespace: str
 ) -> None:
-    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
-        kube.apply(pod("two-gpus", gpus=2), namespace)
+    with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=[pod("two-gpus", gpus=2)]) as run:
         wait_desired(run, TRAINING, 1)
         assert hold(run)[INFERENCE] == 0
         (node,) = running_pods(kube, namespace, 1).values()
@@ -80,8 +79,7 @@ def test_a_gpu_pod_without_the_toleration_scales_nothing_and_the_autoscaler_says
             "containers": [{"name": "m", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
         },
     }
-    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
-        kube.apply(plain, namespace)
+    with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=[plain]) as run:
         from localcluster.kube import wait_for
 
         said = wait_for(
@@ -95,17 +93,16 @@ def test_a_gpu_pod_without_the_toleration_scales_nothing_and_the_autoscaler_says
 
 def test_a_pod_asking_ephemeral_storage_scales_an_idle_pool(kube: Kube, dev: Run, namespace: str) -> None:
     """Issue 26 item 6: the template has ephemeral-storage only from the pool's tag; without it the pod waits forever."""
-    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
-        kube.apply(pod("scratch", gpus=1, pool="inference", **{"ephemeral-storage": "20Gi"}), namespace)
+    scratch = pod("scratch", gpus=1, pool="inference", **{"ephemeral-storage": "20Gi"})
+    with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=[scratch]) as run:
         wait_desired(run, INFERENCE, 1)
         running_pods(kube, namespace, 1)
 
 
 def test_a_pool_at_its_max_size_grows_no_further(kube: Kube, dev: Run, namespace: str) -> None:
     """inference: maxSize 2, four slices a node: nine pods get two nodes and the ninth waits."""
-    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
-        for i in range(9):
-            kube.apply(pod(f"slice-{i}", gpus=1, pool="inference"), namespace)
+    slices = [pod(f"slice-{i}", gpus=1, pool="inference") for i in range(9)]
+    with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=slices) as run:
         wait_desired(run, INFERENCE, 2)
         running_pods(kube, namespace, 8)
         assert hold(run)[INFERENCE] == 2
@@ -142,8 +139,7 @@ def test_the_priority_expander_with_equally_ranked_pools_has_its_config(
 ) -> None:
     """Issue 26 item 8: without the ConfigMap the priority filter silently passes every option."""
     equal = dev_variant(tmp_path, EQUAL_POOLS)
-    with scenario(kube, equal, tmp_path, namespace) as run:
-        kube.apply(pod("either", gpus=1), namespace)
+    with scenario(kube, equal, tmp_path, namespace, pending=[pod("either", gpus=1)]) as run:
         wait_for_any = [g for g in (INFERENCE, TRAINING)]
         from localcluster import autoscaling
         from localcluster.kube import wait_for

@@ -27,6 +27,7 @@ from tests.cluster.autoscaler_run import (
     pools_at_zero,
     running_pods,
     scenario,
+    scenario_namespace,
     wait_desired,
 )
 
@@ -43,7 +44,7 @@ def dev() -> Run:
 @pytest.fixture
 def namespace(kube: Kube, dev: Run) -> Iterator[str]:
     with pools_at_zero(kube, dev):
-        yield NAMESPACE
+        yield scenario_namespace(NAMESPACE)
 
 
 def chosen(run: Autoscaling) -> set[str]:
@@ -58,8 +59,8 @@ def test_a_pod_that_fits_the_instance_but_not_a_real_node_scales_nothing_and_the
 ) -> None:
     """A g5g.xlarge has 8 GiB; a real node offers pods 6584Mi. With the template at the instance's size
     the autoscaler started a node the pod could then not run on, paid for until scale-down."""
-    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
-        kube.apply(pod("too-big", gpus=1, pool="inference", memory="7000Mi"), namespace)
+    too_big = pod("too-big", gpus=1, pool="inference", memory="7000Mi")
+    with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=[too_big]) as run:
         said = wait_for(
             "the autoscaler's NotTriggerScaleUp event",
             lambda: events(kube, namespace, "too-big", "NotTriggerScaleUp"),
@@ -74,8 +75,8 @@ def test_with_describe_nodegroup_failing_the_asg_tags_alone_carry_labels_and_tai
 ) -> None:
     """The documented fallback: the autoscaler cannot read the node group, the ASG's template tags still
     tell it the pool's label and taint, so the pod naming the pool scales it from zero."""
-    with scenario(kube, dev, PLATFORM_ROOT, namespace, describe_nodegroup=False) as run:
-        kube.apply(pod("tags-only", gpus=1, pool="inference"), namespace)
+    tags_only = pod("tags-only", gpus=1, pool="inference")
+    with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=[tags_only], describe_nodegroup=False) as run:
         wait_desired(run, INFERENCE, 1)
         running_pods(kube, namespace, 1)
         assert "Failed to get labels from EKS DescribeNodegroup API" in autoscaling.log()
@@ -85,8 +86,7 @@ def test_with_describe_nodegroup_failing_the_asg_tags_alone_carry_labels_and_tai
 def test_a_one_gpu_pod_naming_no_pool_gets_the_cheapest_pool_by_the_priority_expanders_decision(
     kube: Kube, dev: Run, namespace: str
 ) -> None:
-    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
-        kube.apply(pod("any-pool", gpus=1, **SIZED), namespace)
+    with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=[pod("any-pool", gpus=1, **SIZED)]) as run:
         wait_desired(run, INFERENCE, 1)
         assert chosen(run) == {INFERENCE}
 
@@ -96,8 +96,8 @@ def test_without_the_priority_configmap_the_expander_decides_nothing(
 ) -> None:
     """What makes the test above fail without the platform's ConfigMap: no decision line at all
     (priority.go BestOptions passes every option on when it cannot load its config)."""
-    with scenario(kube, dev, PLATFORM_ROOT, namespace, priorities=False) as run:
-        kube.apply(pod("any-pool", gpus=1, **SIZED), namespace)
+    any_pool = pod("any-pool", gpus=1, **SIZED)
+    with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=[any_pool], priorities=False) as run:
         wait_for(
             "a scale-up",
             lambda: run.check() or run.desired(INFERENCE) + run.desired(TRAINING) == 1,
@@ -124,8 +124,7 @@ def test_without_the_guard_a_raw_two_gpu_pod_starts_a_time_sliced_node(
     autoscaler starts an inference node. On EKS its device plugin then refuses the container
     (failRequestsGreaterThanOne) again and again; the pack's gpus-beyond-a-sliced-pool rule flags the
     manifest before it is deployed, and GpuDeployment's affinity keeps its own pods off the pool."""
-    with scenario(kube, dev, PLATFORM_ROOT, namespace) as run:
-        kube.apply(_raw_two_gpu_pod(), namespace)
+    with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=[_raw_two_gpu_pod()]) as run:
         wait_desired(run, INFERENCE, 1)
         assert chosen(run) == {INFERENCE}
         assert hold(run, 10)[TRAINING] == 0
