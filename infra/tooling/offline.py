@@ -228,14 +228,15 @@ class _Monitor(MockMonitor):
 def _without_source_positions() -> Any:
     """The SDK walks the whole call stack for every registration to send the engine a source position,
     which this mock monitor never reads: a seventh of a run's CPU under pytest's deep stacks. Left out
-    here through the SDK's private ``_get_stack_trace`` (decision 0030); if a release moves it, the
-    walk simply stays."""
-    from pulumi.runtime import resource
+    here through the SDK's private ``_get_stack_trace`` (decision 0030): if a release removes it, the
+    walk simply stays; if it changes what it returns, every offline run fails at once
+    (``bin/check-newest-pulumi`` runs them on the newest release)."""
+    import pulumi.runtime.resource
     from pulumi.runtime.proto import source_pb2
 
-    if not hasattr(resource, "_get_stack_trace"):
+    if not hasattr(pulumi.runtime.resource, "_get_stack_trace"):
         return contextlib.nullcontext()
-    return mock.patch.object(resource, "_get_stack_trace", source_pb2.StackTrace)
+    return mock.patch("pulumi.runtime.resource._get_stack_trace", source_pb2.StackTrace)
 
 
 def run_program(

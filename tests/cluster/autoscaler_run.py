@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -51,12 +52,20 @@ def pools_at_zero(kube: Kube, dev: Run) -> Iterator[None]:
 
 
 _scenarios = itertools.count(1)
+_swept: set[str] = set()
 
 
-def scenario_namespace(prefix: str) -> str:
+def scenario_namespace(kube: Kube, prefix: str) -> str:
     """A namespace name no earlier scenario of this worker used (``prefix-<n>``): the last scenario's
     may still be terminating (the namespace controller starts on it 5 s after the delete), and its
-    name again would wait for that."""
+    name again would wait for that. The first call for ``prefix`` deletes what a killed session left
+    under it on a control plane kept running: its pending pods would be seen by every autoscaler."""
+    if prefix not in _swept:
+        _swept.add(prefix)
+        left = re.compile(rf"{re.escape(prefix)}-\d+")
+        for found in kube.core.list_namespace().items:
+            if left.fullmatch(found.metadata.name) and found.status.phase == "Active":
+                kube.delete_namespace(found.metadata.name, wait=False)
     return f"{prefix}-{next(_scenarios)}"
 
 
@@ -133,6 +142,10 @@ def start(
     return autoscaling.running(dev, region(project_dir, stack), kube, **world)
 
 
+def _accounts(kube: Kube, namespace: str) -> list[Any]:
+    return kube.core.list_namespaced_service_account(namespace, field_selector="metadata.name=default").items
+
+
 @contextlib.contextmanager
 def scenario(
     kube: Kube,
@@ -145,9 +158,9 @@ def scenario(
 ) -> Iterator[Autoscaling]:
     """The autoscaler on ``run``'s registrations, and a namespace for the test's pods, deleted while
     their nodes still exist (kwok then deletes the pods; on a deleted node they would hang).
-    ``pending``: pods made first, waiting when the autoscaler comes up, as pods wait through a
-    restart of it: a GPU pod's 30 s scale-up buffer (``unschedulablePodWithGpuTimeBuffer``, counted
-    from its creation) then runs beside the start instead of after it.
+    ``pending``: pods made once moto is seeded, waiting when the autoscaler comes up, as pods wait
+    through a restart of it: a GPU pod's 30 s scale-up buffer (``unschedulablePodWithGpuTimeBuffer``,
+    counted from its creation) then runs beside the autoscaler's start instead of after it.
     ``already_running``: objects whose pods (one each) run on the nodes ``sizes`` brings up before the
     autoscaler starts.
     ``world``: what :func:`localcluster.autoscaling.running` takes away (DescribeNodegroup, priorities)
@@ -161,17 +174,20 @@ def scenario(
             kube.delete_namespace(namespace, wait=False)
 
     def place(scaling: Autoscaling) -> None:
+        if pending:  # the ServiceAccount admission plugin refuses a pod, after a second of retries,
+            # until the controller has made the namespace's default ServiceAccount
+            wait_for(f"the default ServiceAccount of {namespace}", lambda: _accounts(kube, namespace))
+        for manifest in pending:
+            kube.apply(manifest, namespace)
         for manifest in already_running:
             kube.apply(manifest, namespace)
         if already_running:
             running_pods(kube, namespace, len(already_running), scaling.registrar.check)
 
     with contextlib.ExitStack() as stack:
-        stack.callback(delete)  # if the start fails after the namespace was made
-        kube.namespace(namespace, pod_security="baseline")  # waits out a terminating one of that name
+        stack.callback(delete)  # if the pods or the start fail after the namespace was made
+        kube.namespace(namespace, pod_security="baseline")
         made = True
-        for manifest in pending:
-            kube.apply(manifest, namespace)
         autoscaler = stack.enter_context(start(run, kube, project_dir, before_start=place, **world))
         stack.callback(delete)  # before the nodes go
         yield autoscaler

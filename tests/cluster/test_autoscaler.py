@@ -42,7 +42,7 @@ def dev() -> Run:
 def namespace(kube: Kube, dev: Run) -> Iterator[str]:
     """The GPU pools at zero; the namespace itself comes and goes with each run (``scenario``)."""
     with pools_at_zero(kube, dev):
-        yield scenario_namespace(NAMESPACE)
+        yield scenario_namespace(kube, NAMESPACE)
 
 
 def test_four_shared_gpu_pods_start_one_inference_node_and_a_fifth_a_second(

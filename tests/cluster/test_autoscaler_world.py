@@ -44,7 +44,7 @@ def dev() -> Run:
 @pytest.fixture
 def namespace(kube: Kube, dev: Run) -> Iterator[str]:
     with pools_at_zero(kube, dev):
-        yield scenario_namespace(NAMESPACE)
+        yield scenario_namespace(kube, NAMESPACE)
 
 
 def chosen(run: Autoscaling) -> set[str]:
