@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import runpy
@@ -225,20 +224,6 @@ class _Monitor(MockMonitor):
         return response
 
 
-def _without_source_positions() -> Any:
-    """The SDK walks the whole call stack for every registration to send the engine a source position,
-    which this mock monitor never reads: a seventh of a run's CPU under pytest's deep stacks. Left out
-    here through the SDK's private ``_get_stack_trace`` (decision 0030): if a release removes it, the
-    walk simply stays; if it changes what it returns, every offline run fails at once
-    (``bin/check-newest-pulumi`` runs them on the newest release)."""
-    import pulumi.runtime.resource
-    from pulumi.runtime.proto import source_pb2
-
-    if not hasattr(pulumi.runtime.resource, "_get_stack_trace"):
-        return contextlib.nullcontext()
-    return mock.patch("pulumi.runtime.resource._get_stack_trace", source_pb2.StackTrace)
-
-
 def run_program(
     program: Callable[[], Any],
     *,
@@ -272,7 +257,7 @@ def run_program(
         program()
         return asyncio.ensure_future(_collect_exports())
 
-    with mock.patch.dict(os.environ, env), _without_source_positions():
+    with mock.patch.dict(os.environ, env):
         _run()
     return Run(resources=monitor.registrations, stack_outputs=whole_numbers(stack_outputs))
 
