@@ -35,8 +35,11 @@ DEVICE_PLUGIN_START_SECONDS = 3.0
 LIVE_STATES = {"Pending", "InService"}
 
 
+PROVIDER_ID = "aws:///"  # what the AWS cloud provider gives a node: aws:///<zone>/<instance-id>
+
+
 def provider_id(zone: str, instance_id: str) -> str:
-    return f"aws:///{zone}/{instance_id}"
+    return f"{PROVIDER_ID}{zone}/{instance_id}"
 
 
 class Registrar:

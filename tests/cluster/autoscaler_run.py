@@ -17,6 +17,7 @@ from localcluster import autoscaling
 from localcluster.autoscaling import Autoscaling
 from localcluster.kube import Kube, settled, wait_for
 from localcluster.nodes import node_manifests
+from localcluster.registrar import PROVIDER_ID
 
 INFERENCE, TRAINING = "gpu-platform-gpu-inference", "gpu-platform-gpu-training"
 SCALE_UP_SECONDS = 90  # an upper bound: the autoscaler's loops, moto and kwok on a busy 2-core machine
@@ -51,22 +52,28 @@ def pools_at_zero(kube: Kube, dev: Run) -> Iterator[None]:
         )
 
 
+SCENARIOS = "autoscaling"
 _scenarios = itertools.count(1)
-_swept: set[str] = set()
 
 
-def scenario_namespace(kube: Kube, prefix: str) -> str:
-    """A namespace name no earlier scenario of this worker used (``prefix-<n>``): the last scenario's
-    may still be terminating (the namespace controller starts on it 5 s after the delete), and its
-    name again would wait for that. The first call for ``prefix`` deletes what a killed session left
-    under it on a control plane kept running: its pending pods would be seen by every autoscaler."""
-    if prefix not in _swept:
-        _swept.add(prefix)
-        left = re.compile(rf"{re.escape(prefix)}-\d+")
-        for found in kube.core.list_namespace().items:
-            if left.fullmatch(found.metadata.name) and found.status.phase == "Active":
-                kube.delete_namespace(found.metadata.name, wait=False)
-    return f"{prefix}-{next(_scenarios)}"
+def scenario_namespace() -> str:
+    """A namespace name no earlier scenario of this worker used (``autoscaling-<n>``): the last
+    scenario's may still be terminating (the namespace controller starts on it 5 s after the delete),
+    and its name again would wait for that."""
+    return f"{SCENARIOS}-{next(_scenarios)}"
+
+
+def clear_left_behind(kube: Kube) -> None:
+    """What a killed session's scenarios left on a control plane kept running, which every autoscaler
+    after would see: their namespaces (pending pods) and the nodes the registrar made for moto's
+    instances (``aws:///`` provider IDs; the mirrored nodes have none)."""
+    left = re.compile(rf"{SCENARIOS}-\d+")
+    for found in kube.core.list_namespace().items:
+        if left.fullmatch(found.metadata.name) and found.status.phase == "Active":
+            kube.delete_namespace(found.metadata.name, wait=False)
+    for node in kube.nodes():
+        if (node.spec.provider_id or "").startswith(PROVIDER_ID):
+            kube.core.delete_node(node.metadata.name)
 
 
 def pod(name: str, gpus: int, pool: str | None = None, **resources: str) -> dict[str, Any]:
@@ -157,7 +164,7 @@ def scenario(
     **world: Any,
 ) -> Iterator[Autoscaling]:
     """The autoscaler on ``run``'s registrations, and a namespace for the test's pods, deleted while
-    their nodes still exist (kwok then deletes the pods; on a deleted node they would hang).
+    their nodes still exist (the pods go with it, none left on a node about to go).
     ``pending``: pods made once moto is seeded, waiting when the autoscaler comes up, as pods wait
     through a restart of it: a GPU pod's 30 s scale-up buffer (``unschedulablePodWithGpuTimeBuffer``,
     counted from its creation) then runs beside the autoscaler's start instead of after it.

@@ -20,6 +20,7 @@ from infra.tooling.offline import PLATFORM_ROOT, run_project
 from localcluster import cluster as local
 from localcluster.kube import Kube
 from localcluster.pulumi_cli import Stack
+from tests.cluster.autoscaler_run import clear_left_behind
 
 ROOT = local.ROOT
 STAND_IN = ROOT / "localcluster" / "platform-stack"
@@ -37,7 +38,10 @@ def kube() -> Iterator[Kube]:
         if result.returncode != 0:
             local.stop(lambda _: None)  # whatever did start
             pytest.fail(f"bin/local-cluster start failed:\n{result.stdout}\n{result.stderr}")
-    yield Kube(local.KUBECONFIG)
+    kube = Kube(local.KUBECONFIG)
+    if not started:  # one kept running: clear what a killed session's scenarios may have left on it
+        clear_left_behind(kube)
+    yield kube
     if started:
         local.stop(lambda _: None)
 

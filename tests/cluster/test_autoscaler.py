@@ -30,8 +30,6 @@ from tests.cluster.autoscaler_run import (
 )
 from tests.platform.conftest import dev_variant
 
-NAMESPACE = "autoscaling"
-
 
 @pytest.fixture(scope="module")
 def dev() -> Run:
@@ -42,7 +40,7 @@ def dev() -> Run:
 def namespace(kube: Kube, dev: Run) -> Iterator[str]:
     """The GPU pools at zero; the namespace itself comes and goes with each run (``scenario``)."""
     with pools_at_zero(kube, dev):
-        yield scenario_namespace(kube, NAMESPACE)
+        yield scenario_namespace()
 
 
 def test_four_shared_gpu_pods_start_one_inference_node_and_a_fifth_a_second(

@@ -3,6 +3,7 @@ node behind (moto, shared by a control plane's runs, ends with it)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -10,12 +11,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes.client.rest import ApiException
 
 from infra.tooling.offline import PLATFORM_ROOT, Run, run_project
 from localcluster import autoscaling, services
 from localcluster.cluster import HOST, ClusterError, free_port
-from localcluster.kube import Kube
-from tests.cluster.autoscaler_run import INFERENCE, pod, pools_at_zero, region, start, wait_desired
+from localcluster.kube import Kube, wait_for
+from localcluster.nodes import node_object
+from localcluster.registrar import provider_id
+from tests.cluster.autoscaler_run import (
+    INFERENCE,
+    SCENARIOS,
+    clear_left_behind,
+    pod,
+    pools_at_zero,
+    region,
+    scenario_namespace,
+    start,
+    wait_desired,
+)
 
 NAMESPACE = "autoscaling-faults"
 
@@ -87,3 +101,26 @@ def test_a_crashed_autoscaler_is_reported_by_name_and_its_log(kube: Kube, dev: R
             kube.delete_namespace(NAMESPACE, wait=False)
     assert not services.alive(autoscaling.AUTOSCALER)
     assert not [n for n in kube.nodes() if (n.spec.provider_id or "").startswith("aws:///")]
+
+
+def test_what_a_killed_session_left_on_a_kept_control_plane_is_cleared_before_the_next(kube: Kube) -> None:
+    """A scenario's namespace with its pending GPU pod and a node the registrar made, as a session killed
+    mid-scenario leaves them: the next session (``kube`` finding the control plane running) clears both,
+    and leaves a namespace that only looks like a scenario's."""
+    left, kept = scenario_namespace(), f"{SCENARIOS}-kept"
+    for name in (left, kept):
+        kube.namespace(name, pod_security="baseline")
+    wait_for("the default ServiceAccount", lambda: kube.core.list_namespaced_service_account(left).items)
+    kube.apply(pod("left-pending", gpus=1, pool="inference"), left)
+    capacity = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    kube.create_node(node_object("left-node", {}, [], capacity, provider_id("z", "i-1")))
+    try:
+        clear_left_behind(kube)
+        assert kube.pods(left) == []
+        assert kube.core.read_namespace(left).status.phase == "Terminating"
+        assert kube.core.read_namespace(kept).status.phase == "Active"
+        assert "left-node" not in {n.metadata.name for n in kube.nodes()}
+    finally:
+        kube.delete_namespace(kept, wait=False)
+        with contextlib.suppress(ApiException):
+            kube.core.delete_node("left-node")

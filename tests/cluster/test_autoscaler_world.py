@@ -31,7 +31,6 @@ from tests.cluster.autoscaler_run import (
     wait_desired,
 )
 
-NAMESPACE = "autoscaling-world"
 # Fits both pools, and least-waste would also pick inference: only the decision line tells priority decided.
 SIZED = {"cpu": "2", "memory": "4Gi"}
 
@@ -44,7 +43,7 @@ def dev() -> Run:
 @pytest.fixture
 def namespace(kube: Kube, dev: Run) -> Iterator[str]:
     with pools_at_zero(kube, dev):
-        yield scenario_namespace(kube, NAMESPACE)
+        yield scenario_namespace()
 
 
 def chosen(run: Autoscaling) -> set[str]:
