@@ -4,7 +4,8 @@
     .venv/bin/python bench/bench_autoscaler.py --cold       # + a cold build of the autoscaler (~10+ min)
 
 The latency is from the pod's creation to the inference pool's desired capacity rising in moto,
-with the platform's scan interval (the chart and platform set none: the autoscaler's 10 s). Each
+with the test run's 1 s scan interval (``localcluster.autoscaling.TEST_RUN_ARGS``; the chart and the
+platform set none, so EKS runs the autoscaler's 10 s) and, for a GPU pod, its 30 s buffer. Each
 run empties moto and starts the autoscaler afresh, so where the pod falls in the loop varies. The local
 cluster is started (with the dev stack's nodes) when not running and stopped only then. A cold
 build uses a fresh, throwaway GOCACHE (the module cache stays: downloads are not build time).
