@@ -56,7 +56,8 @@ class Kube:
     def namespace(self, name: str, pod_security: str | None = None, version: str | None = None) -> None:
         """A namespace, enforcing (and warning on) the Pod Security level given, at ``version`` (``v1.34``) if given.
 
-        One of that name still terminating (``delete_namespace(wait=False)``) is waited out first.
+        One of that name still terminating (``delete_namespace(wait=False)``) is waited out first; it
+        returns once its pods can be admitted (its default ServiceAccount made).
         """
         labels = {}
         if pod_security:
@@ -67,6 +68,15 @@ class Kube:
             )
         wait_for(f"namespace {name} to finish terminating", lambda: not self._terminating(name))
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+        # Until the controller has made it, the ServiceAccount admission plugin refuses the namespace's
+        # pods after a second of retries: a pod applied right after this would be refused on a busy machine.
+        wait_for(
+            f"namespace {name}'s default ServiceAccount", lambda: self._default_account(name), every=0.05
+        )
+
+    def _default_account(self, namespace: str) -> list[Any]:
+        found = self.core.list_namespaced_service_account(namespace, field_selector="metadata.name=default")
+        return found.items
 
     def delete_namespace(self, name: str, timeout: float = 60, wait: bool = True) -> None:
         """Delete a namespace: its pods at once (grace 0), then the rest by the namespace controller.

@@ -149,10 +149,6 @@ def start(
     return autoscaling.running(dev, region(project_dir, stack), kube, **world)
 
 
-def _accounts(kube: Kube, namespace: str) -> list[Any]:
-    return kube.core.list_namespaced_service_account(namespace, field_selector="metadata.name=default").items
-
-
 @contextlib.contextmanager
 def scenario(
     kube: Kube,
@@ -181,9 +177,6 @@ def scenario(
             kube.delete_namespace(namespace, wait=False)
 
     def place(scaling: Autoscaling) -> None:
-        if pending:  # the ServiceAccount admission plugin refuses a pod, after a second of retries,
-            # until the controller has made the namespace's default ServiceAccount
-            wait_for(f"the default ServiceAccount of {namespace}", lambda: _accounts(kube, namespace))
         for manifest in pending:
             kube.apply(manifest, namespace)
         for manifest in already_running:

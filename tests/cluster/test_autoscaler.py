@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from infra.tooling.offline import PLATFORM_ROOT, Run, run_project
-from localcluster.kube import Kube
+from localcluster import autoscaling
+from localcluster.kube import Kube, wait_for
 from tests.cluster.autoscaler_run import (
     INFERENCE,
     TRAINING,
@@ -78,8 +79,6 @@ def test_a_gpu_pod_without_the_toleration_scales_nothing_and_the_autoscaler_says
         },
     }
     with scenario(kube, dev, PLATFORM_ROOT, namespace, pending=[plain]) as run:
-        from localcluster.kube import wait_for
-
         said = wait_for(
             "the autoscaler's NotTriggerScaleUp event",
             lambda: events(kube, namespace, "untolerated", "NotTriggerScaleUp"),
@@ -138,11 +137,9 @@ def test_the_priority_expander_with_equally_ranked_pools_has_its_config(
     """Issue 26 item 8: without the ConfigMap the priority filter silently passes every option."""
     equal = dev_variant(tmp_path, EQUAL_POOLS)
     with scenario(kube, equal, tmp_path, namespace, pending=[pod("either", gpus=1)]) as run:
-        wait_for_any = [g for g in (INFERENCE, TRAINING)]
-        from localcluster import autoscaling
-        from localcluster.kube import wait_for
-
         wait_for(
-            "a scale-up", lambda: run.check() or sum(run.desired(g) for g in wait_for_any) == 1, timeout=90
+            "a scale-up",
+            lambda: run.check() or run.desired(INFERENCE) + run.desired(TRAINING) == 1,
+            timeout=90,
         )
         assert "chosen as the highest available" in autoscaling.log()

@@ -16,7 +16,7 @@ from kubernetes.client.rest import ApiException
 from infra.tooling.offline import PLATFORM_ROOT, Run, run_project
 from localcluster import autoscaling, services
 from localcluster.cluster import HOST, ClusterError, free_port
-from localcluster.kube import Kube, wait_for
+from localcluster.kube import Kube
 from localcluster.nodes import node_object
 from localcluster.registrar import provider_id
 from tests.cluster.autoscaler_run import (
@@ -110,7 +110,6 @@ def test_what_a_killed_session_left_on_a_kept_control_plane_is_cleared_before_th
     left, kept = scenario_namespace(), f"{SCENARIOS}-kept"
     for name in (left, kept):
         kube.namespace(name, pod_security="baseline")
-    wait_for("the default ServiceAccount", lambda: kube.core.list_namespaced_service_account(left).items)
     kube.apply(pod("left-pending", gpus=1, pool="inference"), left)
     capacity = {"cpu": "4", "memory": "16Gi", "pods": "110"}
     kube.create_node(node_object("left-node", {}, [], capacity, provider_id("z", "i-1")))
