@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -19,7 +20,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from localcluster.gobuild import (
@@ -222,27 +222,50 @@ def run(names: list[str], cache: Path) -> int:
 
 
 def _run_jobs(builder: Builder, jobs: list[list[Target]]) -> int:
+    """Up to JOBS builds at once, in daemon threads; the main thread only waits on a C queue.
+
+    Not a ThreadPoolExecutor: polling its futures takes their Python-level lock, and Ctrl-C landing
+    just after that lock is taken leaves it held. The build's thread then blocks on it, and the
+    interpreter's exit waits for that thread forever (seen: a test's SIGINT hung the run).
+    """
+    todo: queue.SimpleQueue[list[Target]] = queue.SimpleQueue()
+    ended: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+    for job in jobs:
+        todo.put(job)
+
+    def work() -> None:
+        with contextlib.suppress(queue.Empty):
+            while job := todo.get_nowait():
+                try:
+                    builder.build(job)
+                    ended.put(None)
+                except BaseException as error:  # reported by the main thread
+                    ended.put(error)
+
+    for _ in range(min(max(1, JOBS), len(jobs))):
+        threading.Thread(target=work, daemon=True).start()
     failures: list[str] = []
-    pool = ThreadPoolExecutor(max_workers=max(1, JOBS))
     try:
-        futures = [pool.submit(builder.build, job) for job in jobs]
-        for future in futures:
-            while not future.done():
-                time.sleep(0.2)  # the main thread stays where Ctrl-C can reach it
-            error = future.exception()
+        for _ in jobs:
+            error = _next(ended)
             if error is not None:
                 failures.append(str(error))
                 say(str(error).removeprefix("localcluster/build: "))
     except KeyboardInterrupt:
         names = ", ".join(builder.running) or "nothing"
         builder.stop()
-        pool.shutdown(wait=False, cancel_futures=True)
         say(
             f"interrupted while building {names}: no stamp written, no partial binary left in {builder.bin}; the next run builds it again"
         )
         return 130
-    pool.shutdown(wait=True)
     return 1 if failures else 0
+
+
+def _next(ended: queue.SimpleQueue[BaseException | None]) -> BaseException | None:
+    """The next finished build's error (None when it succeeded), waited for where Ctrl-C reaches."""
+    while True:
+        with contextlib.suppress(queue.Empty):
+            return ended.get(timeout=0.2)
 
 
 def _interrupted(signum: int, frame: object) -> None:

@@ -127,12 +127,13 @@ def test_an_interrupted_build_leaves_no_stamp_and_no_binary_and_ends_its_compile
         text=True,
     )
     assert build.stderr is not None
-    while "helm started" not in build.stderr.readline():
-        pass
+    for line in build.stderr:
+        if "helm started" in line:
+            break
     time.sleep(1)  # Go is loading, compiling or linking by now
     build.send_signal(signal.SIGINT)  # what Ctrl-C sends
-    said = build.stderr.read()
-    assert build.wait(timeout=60) == 130
+    said = build.communicate(timeout=60)[1]  # a build that hangs on Ctrl-C fails here
+    assert build.returncode == 130, said
     assert (
         f"interrupted while building helm: no stamp written, no partial binary left in {cache / 'bin'}"
         in said
