@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from infra.tooling.offline import PLATFORM_ROOT
 from infra.workloads.placement import POOL_LABEL
 from localcluster import cluster as local
 from localcluster import karpenter
@@ -23,10 +24,17 @@ from localcluster import kueue_world as world
 from localcluster.autoscaling import Autoscaling
 from localcluster.kube import Kube
 from localcluster.kueue import Kueue, running, wait
-from tests.cluster.autoscaler_run import INFERENCE, TRAINING, hold
+from tests.cluster.autoscaler_run import (
+    INFERENCE,
+    TRAINING,
+    hold,
+    pools_at_zero,
+    scenario,
+    scenario_namespace,
+)
 from tests.cluster.test_karpenter import core  # noqa: F401  (fixture: Karpenter's core on this module's run)
 from tests.cluster.test_kueue import ADMIT_SECONDS, bound_pods, suspended, workload
-from tests.cluster.test_mixed_pools import NODE_GROUP_LABEL, PLACED_SECONDS, both  # noqa: F401
+from tests.cluster.test_mixed_pools import NODE_GROUP_LABEL, PLACED_SECONDS, no_nodeclaims
 
 QUOTAS = {"vision": {"training": {"nominalQuota": 2}, "burst": {"nominalQuota": 1}}}
 
@@ -49,10 +57,20 @@ def queues(kube: Kube, platform: tuple[Any, Any]) -> Iterator[tuple[Kueue, Calla
 
 
 @pytest.fixture
+def both(kube: Kube, platform: tuple[Any, Any], core: karpenter.Controller) -> Iterator[Autoscaling]:  # noqa: F811
+    """The GPU pools at zero and the autoscaler (moto seeded from the same run) beside Karpenter's core;
+    after the scenario every NodeClaim goes, so the next one starts with no GPU node."""
+    run = platform[1]
+    with pools_at_zero(kube, run), scenario(kube, run, PLATFORM_ROOT, scenario_namespace()) as autoscaler:
+        yield autoscaler
+    no_nodeclaims(kube, core)
+
+
+@pytest.fixture
 def jobs(
     kube: Kube,
     queues: tuple[Kueue, Callable[..., dict[str, Any]]],
-    both: Autoscaling,  # noqa: F811
+    both: Autoscaling,
 ) -> Iterator[Callable[..., dict[str, Any]]]:
     """The Job builder; after the scenario its Jobs and pods go while their nodes still exist."""
     yield queues[1]
@@ -94,7 +112,7 @@ def test_an_admitted_job_scales_its_node_group_pool_from_zero_through_the_autosc
     kube: Kube,
     queues: tuple[Kueue, Any],
     jobs: Callable[..., dict[str, Any]],
-    both: Autoscaling,  # noqa: F811
+    both: Autoscaling,
 ) -> None:
     manifest = jobs("train", "vision", "training", gpus=2)
     kube.apply(manifest)
@@ -109,7 +127,7 @@ def test_an_admitted_job_scales_its_karpenter_pool_from_zero_through_karpenter(
     kube: Kube,
     queues: tuple[Kueue, Any],
     jobs: Callable[..., dict[str, Any]],
-    both: Autoscaling,  # noqa: F811
+    both: Autoscaling,
     core: karpenter.Controller,  # noqa: F811
 ) -> None:
     manifest = jobs("burst", "vision", "burst")
@@ -125,7 +143,7 @@ def test_beyond_quota_a_job_scales_nothing(
     kube: Kube,
     queues: tuple[Kueue, Any],
     jobs: Callable[..., dict[str, Any]],
-    both: Autoscaling,  # noqa: F811
+    both: Autoscaling,
 ) -> None:
     """A Job Kueue keeps suspended has no pods: no provisioner sees it, so no node is bought for it."""
     manifest = jobs("greedy", "vision", "training", gpus=2)

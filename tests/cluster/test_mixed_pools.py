@@ -23,28 +23,39 @@ from infra.workloads.podspec import place_pod_spec
 from localcluster import karpenter
 from localcluster.autoscaling import Autoscaling
 from localcluster.kube import Kube
-from tests.cluster.autoscaler_run import CONTAINER, INFERENCE, TRAINING, hold, pools_at_zero, scenario
+from tests.cluster.autoscaler_run import (
+    CONTAINER,
+    INFERENCE,
+    TRAINING,
+    hold,
+    pools_at_zero,
+    scenario,
+    scenario_namespace,
+)
 from tests.cluster.test_karpenter import core, platform  # noqa: F401  (fixtures: the run, Karpenter's core)
 
-NAMESPACE = "mixed-pools"
 GPU_GROUPS = (INFERENCE, TRAINING)
 NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
 NODECLAIMS = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim"}
 PLACED_SECONDS = 180  # ten pods over several autoscaler loops, nodes registering, on a busy 2-core machine
 
 
-@pytest.fixture
-def both(kube: Kube, platform: tuple[Any, Any], core: karpenter.Controller) -> Iterator[Autoscaling]:  # noqa: F811
-    """The GPU pools at zero, the autoscaler (moto seeded from the same run) beside Karpenter; after the
-    scenario its namespace goes, then every NodeClaim, so the next one starts with no GPU node."""
-    run = platform[1]
-    with pools_at_zero(kube, run), scenario(kube, run, PLATFORM_ROOT, NAMESPACE) as autoscaler:
-        yield autoscaler
+def no_nodeclaims(kube: Kube, core: karpenter.Controller) -> None:  # noqa: F811
+    """Every NodeClaim deleted and gone: the next scenario starts with no Karpenter node."""
     for claim in karpenter.nodeclaims(kube):
         kube.resource(NODECLAIMS).delete(name=claim.metadata.name)
     karpenter.wait_until(
         "the scenario's Karpenter nodes to go", lambda: not karpenter.nodeclaims(kube), 120, core
     )
+
+
+@pytest.fixture
+def namespace(kube: Kube, platform: tuple[Any, Any], core: karpenter.Controller) -> Iterator[str]:  # noqa: F811
+    """The GPU pools at zero and no Karpenter node; the scenario's namespace comes and goes with it
+    (``scenario``: the autoscaler, moto seeded from the same run, beside Karpenter's running core)."""
+    with pools_at_zero(kube, platform[1]):
+        yield scenario_namespace()
+    no_nodeclaims(kube, core)
 
 
 def _pod(contract: Placement, name: str, pool: str | None = None, *, tolerations: Any = ()) -> dict[str, Any]:
@@ -54,14 +65,19 @@ def _pod(contract: Placement, name: str, pool: str | None = None, *, tolerations
 
 
 def _placed(
-    kube: Kube, names: list[str], run: Autoscaling, controller: karpenter.Controller, claims: list[str]
+    kube: Kube,
+    namespace: str,
+    names: list[str],
+    run: Autoscaling,
+    controller: karpenter.Controller,
+    claims: list[str],
 ) -> dict[str, str]:
     """Pod -> node once every one of ``names`` runs; every NodeClaim seen meanwhile goes into ``claims``."""
 
     def running() -> dict[str, str] | None:
         run.check()
         claims.extend(c.metadata.name for c in karpenter.nodeclaims(kube) if c.metadata.name not in claims)
-        pods = {p.metadata.name: p for p in kube.pods(NAMESPACE) if p.metadata.name in names}
+        pods = {p.metadata.name: p for p in kube.pods(namespace) if p.metadata.name in names}
         nodes = {name: p.spec.node_name for name, p in pods.items() if p.status.phase == "Running"}
         return nodes if len(nodes) == len(names) else None
 
@@ -72,11 +88,11 @@ def _grown(run: Autoscaling) -> dict[str, int]:
     return {group: size for group, size in hold(run).items() if group in GPU_GROUPS and size}
 
 
-def _karpenter_verdict(kube: Kube, pod: str, controller: karpenter.Controller) -> str:
+def _karpenter_verdict(kube: Kube, namespace: str, pod: str, controller: karpenter.Controller) -> str:
     """Karpenter's FailedScheduling event on ``pod``: why none of its NodePools could take it."""
 
     def said() -> str | None:
-        events = kube.core.list_namespaced_event(NAMESPACE, field_selector=f"involvedObject.name={pod}").items
+        events = kube.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}").items
         found = [
             e.message
             for e in events
@@ -87,83 +103,89 @@ def _karpenter_verdict(kube: Kube, pod: str, controller: karpenter.Controller) -
     return karpenter.wait_until(f"Karpenter's verdict on {pod}", said, 60, controller)
 
 
+# Each scenario's pods wait when the autoscaler starts (``scenario(pending=)``): their 30 s GPU
+# scale-up buffer runs beside its start, as in tests/cluster/test_autoscaler.py. Karpenter's core
+# runs throughout and sees them at once, as it would see pods waiting through an autoscaler restart.
+
+
 def test_one_gpu_pod_naming_no_pool_gets_exactly_one_node_from_the_autoscaler(
     kube: Kube,
     platform: tuple[Any, Any],  # noqa: F811
     core: karpenter.Controller,  # noqa: F811
-    both: Autoscaling,
+    namespace: str,
 ) -> None:
-    settings = platform[0]
+    settings, run = platform
     assert settings.node_group_pools and settings.karpenter_pools  # both kinds, else nothing here could fail
-    contract = settings.contract
-    kube.apply(_pod(contract, "anywhere"), NAMESPACE)
-    claims: list[str] = []
-    (node,) = _placed(kube, ["anywhere"], both, core, claims).values()
-    assert claims == [], f"Karpenter launched {claims} for a pod the autoscaler serves"
-    assert NODE_GROUP_LABEL in kube.core.read_node(node).metadata.labels
-    assert sum(_grown(both).values()) == 1  # one node in all, held over five autoscaler loops
-    assert karpenter.nodeclaims(kube) == []
-    verdict = _karpenter_verdict(kube, "anywhere", core)  # Karpenter looked at the pod, and said no
-    assert "did not tolerate taint" in verdict and "eks-gpu/provisioner=karpenter:NoSchedule" in verdict
+    anywhere = _pod(settings.contract, "anywhere")
+    with scenario(kube, run, PLATFORM_ROOT, namespace, pending=[anywhere]) as autoscaler:
+        claims: list[str] = []
+        (node,) = _placed(kube, namespace, ["anywhere"], autoscaler, core, claims).values()
+        assert claims == [], f"Karpenter launched {claims} for a pod the autoscaler serves"
+        assert NODE_GROUP_LABEL in kube.core.read_node(node).metadata.labels
+        assert sum(_grown(autoscaler).values()) == 1  # one node in all, held over five autoscaler loops
+        assert karpenter.nodeclaims(kube) == []
+        verdict = _karpenter_verdict(kube, namespace, "anywhere", core)  # Karpenter looked, and said no
+        assert "did not tolerate taint" in verdict and "eks-gpu/provisioner=karpenter:NoSchedule" in verdict
 
 
 def test_a_pod_naming_no_pool_that_tolerates_every_taint_still_gets_only_the_autoscalers_node(
     kube: Kube,
     platform: tuple[Any, Any],  # noqa: F811
     core: karpenter.Controller,  # noqa: F811
-    both: Autoscaling,
+    namespace: str,
 ) -> None:
     """The provisioner taint keeps every other pod off Karpenter's nodes; a pod that tolerates every taint
     passes it, and only the node affinity the library gives a pod without a pool keeps it to the node groups."""
-    kube.apply(_pod(platform[0].contract, "tolerant", tolerations=[{"operator": "Exists"}]), NAMESPACE)
-    claims: list[str] = []
-    (node,) = _placed(kube, ["tolerant"], both, core, claims).values()
-    assert claims == [], f"Karpenter launched {claims} for a pod the autoscaler serves"
-    assert NODE_GROUP_LABEL in kube.core.read_node(node).metadata.labels
-    assert sum(_grown(both).values()) == 1
-    assert karpenter.nodeclaims(kube) == []
+    tolerant = _pod(platform[0].contract, "tolerant", tolerations=[{"operator": "Exists"}])
+    with scenario(kube, platform[1], PLATFORM_ROOT, namespace, pending=[tolerant]) as autoscaler:
+        claims: list[str] = []
+        (node,) = _placed(kube, namespace, ["tolerant"], autoscaler, core, claims).values()
+        assert claims == [], f"Karpenter launched {claims} for a pod the autoscaler serves"
+        assert NODE_GROUP_LABEL in kube.core.read_node(node).metadata.labels
+        assert sum(_grown(autoscaler).values()) == 1
+        assert karpenter.nodeclaims(kube) == []
 
 
 def test_a_burst_of_ten_pods_naming_no_pool_gets_autoscaler_nodes_only(
     kube: Kube,
     platform: tuple[Any, Any],  # noqa: F811
     core: karpenter.Controller,  # noqa: F811
-    both: Autoscaling,
+    namespace: str,
 ) -> None:
-    contract = platform[0].contract
     names = [f"burst-{i}" for i in range(10)]
-    for name in names:
-        kube.apply(_pod(contract, name), NAMESPACE)
-    claims: list[str] = []
-    placed = _placed(kube, names, both, core, claims)
-    assert claims == [], f"Karpenter launched {claims} for pods the autoscaler serves"
-    nodes = set(placed.values())
-    assert all(NODE_GROUP_LABEL in kube.core.read_node(n).metadata.labels for n in nodes)
-    grown = _grown(both)
-    assert sum(grown.values()) == len(nodes), f"{grown}: a node of the autoscaler's idles"
-    assert karpenter.nodeclaims(kube) == []
+    burst = [_pod(platform[0].contract, name) for name in names]
+    with scenario(kube, platform[1], PLATFORM_ROOT, namespace, pending=burst) as autoscaler:
+        claims: list[str] = []
+        placed = _placed(kube, namespace, names, autoscaler, core, claims)
+        assert claims == [], f"Karpenter launched {claims} for pods the autoscaler serves"
+        nodes = set(placed.values())
+        assert all(NODE_GROUP_LABEL in kube.core.read_node(n).metadata.labels for n in nodes)
+        grown = _grown(autoscaler)
+        assert sum(grown.values()) == len(nodes), f"{grown}: a node of the autoscaler's idles"
+        assert karpenter.nodeclaims(kube) == []
 
 
 def test_a_pod_naming_a_karpenter_pool_gets_one_nodeclaim_no_asg_grows_and_the_device_plugin_runs_there(
     kube: Kube,
     platform: tuple[Any, Any],  # noqa: F811
     core: karpenter.Controller,  # noqa: F811
-    both: Autoscaling,
+    namespace: str,
 ) -> None:
     settings, run = platform
     contract = settings.contract
-    kube.apply(_pod(contract, "bursty", pool="burst"), NAMESPACE)
-    claims: list[str] = []
-    (node_name,) = _placed(kube, ["bursty"], both, core, claims).values()
-    node = kube.core.read_node(node_name)
-    assert node.metadata.labels[POOL_LABEL] == "burst" and NODE_GROUP_LABEL not in node.metadata.labels
-    assert {(t.key, t.value, t.effect) for t in node.spec.taints or []} >= {
-        (contract.key, contract.value, "NoSchedule"),
-        ("eks-gpu/provisioner", "karpenter", "NoSchedule"),
-    }
-    assert _grown(both) == {}  # the autoscaler leaves the pod to Karpenter
-    assert len(karpenter.nodeclaims(kube)) == 1
-    _device_plugin_runs_on(kube, run, node_name)
+    bursty = _pod(contract, "bursty", pool="burst")
+    with scenario(kube, run, PLATFORM_ROOT, namespace, pending=[bursty]) as autoscaler:
+        claims: list[str] = []
+        (node_name,) = _placed(kube, namespace, ["bursty"], autoscaler, core, claims).values()
+        node = kube.core.read_node(node_name)
+        assert node.metadata.labels[POOL_LABEL] == "burst" and NODE_GROUP_LABEL not in node.metadata.labels
+        assert {(t.key, t.value, t.effect) for t in node.spec.taints or []} >= {
+            (contract.key, contract.value, "NoSchedule"),
+            ("eks-gpu/provisioner", "karpenter", "NoSchedule"),
+        }
+        assert _grown(autoscaler) == {}  # the autoscaler leaves the pod to Karpenter
+        assert len(karpenter.nodeclaims(kube)) == 1
+        _device_plugin_runs_on(kube, run, node_name)
 
 
 def _device_plugin_runs_on(kube: Kube, run: Any, node: str) -> None:
