@@ -55,6 +55,7 @@ class Builder:
         self.figures = cold_seconds()
         self.running: dict[str, subprocess.Popen[bytes]] = {}
         self.stopping = False
+        self._starting = threading.Lock()  # stop() sees every build that started, or none starts after it
 
     def last_here(self, name: str) -> str:
         record = self.stamps / f"{name}.seconds"
@@ -108,7 +109,9 @@ class Builder:
 
     def _run(self, name: str, command: list[str], target: Target, start: float, cold: int | None) -> int:
         log_path = self.logs / f"{name}.log"
-        with open(log_path, "wb") as log:
+        with open(log_path, "wb") as log, self._starting:
+            if self.stopping:  # interrupted before its turn came: never started
+                return -signal.SIGTERM
             process = subprocess.Popen(
                 command,
                 cwd=target.folder,
@@ -118,19 +121,17 @@ class Builder:
                 start_new_session=True,  # its own group: Ctrl-C here ends all of its compilers
             )
             self.running[name] = process
-            if self.stopping:  # interrupted while it started: stop() may have missed it
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                while process.poll() is None:
-                    try:
-                        process.wait(timeout=PROGRESS_EVERY)
-                    except subprocess.TimeoutExpired:
-                        say(
-                            f"{name} {minutes(time.monotonic() - start)} elapsed"
-                            + (f" (cold: {minutes(cold)})" if cold else "")
-                        )
-            finally:
-                self.running.pop(name, None)
+        try:
+            while process.poll() is None:
+                try:
+                    process.wait(timeout=PROGRESS_EVERY)
+                except subprocess.TimeoutExpired:
+                    say(
+                        f"{name} {minutes(time.monotonic() - start)} elapsed"
+                        + (f" (cold: {minutes(cold)})" if cold else "")
+                    )
+        finally:
+            self.running.pop(name, None)
         return process.returncode
 
     def _failure(self, name: str, code: int, took: float) -> BuildError:
@@ -155,17 +156,22 @@ class Builder:
                 os.replace(extra, self.bin / extra.name)
         (self.stamps / target.name).write_text(stamp(target))
 
-    def stop(self) -> None:
-        """End every running build's process group and remove the staging folders."""
-        self.stopping = True
-        for process in list(self.running.values()):
+    def stop(self, threads: list[threading.Thread]) -> None:
+        """End every running build's process group, wait for the build ``threads`` to finish (a build
+        that had already succeeded installs whole), then remove the staging folders."""
+        with self._starting:
+            self.stopping = True
+            running = list(self.running.values())
+        for process in running:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)
-        for process in list(self.running.values()):
+        for process in running:
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
+        for thread in threads:
+            thread.join(timeout=30)
         for stage in self.bin.glob(".partial-*"):
             shutil.rmtree(stage, ignore_errors=True)
 
@@ -229,7 +235,7 @@ def _run_jobs(builder: Builder, jobs: list[list[Target]]) -> int:
     interpreter's exit waits for that thread forever (seen: a test's SIGINT hung the run).
     """
     todo: queue.SimpleQueue[list[Target]] = queue.SimpleQueue()
-    ended: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+    ended: queue.SimpleQueue[BuildError | None] = queue.SimpleQueue()
     for job in jobs:
         todo.put(job)
 
@@ -239,13 +245,17 @@ def _run_jobs(builder: Builder, jobs: list[list[Target]]) -> int:
                 try:
                     builder.build(job)
                     ended.put(None)
-                except BaseException as error:  # reported by the main thread
+                except BuildError as error:
                     ended.put(error)
+                except BaseException as error:  # a bug of ours: said with the job's name
+                    names = "+".join(t.name for t in job)
+                    ended.put(BuildError(f"localcluster/build: {names} FAILED: {error!r}"))
 
-    for _ in range(min(max(1, JOBS), len(jobs))):
-        threading.Thread(target=work, daemon=True).start()
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(min(max(1, JOBS), len(jobs)))]
     failures: list[str] = []
     try:
+        for thread in threads:
+            thread.start()
         for _ in jobs:
             error = _next(ended)
             if error is not None:
@@ -253,7 +263,7 @@ def _run_jobs(builder: Builder, jobs: list[list[Target]]) -> int:
                 say(str(error).removeprefix("localcluster/build: "))
     except KeyboardInterrupt:
         names = ", ".join(builder.running) or "nothing"
-        builder.stop()
+        builder.stop([t for t in threads if t.is_alive()])
         say(
             f"interrupted while building {names}: no stamp written, no partial binary left in {builder.bin}; the next run builds it again"
         )
@@ -261,7 +271,7 @@ def _run_jobs(builder: Builder, jobs: list[list[Target]]) -> int:
     return 1 if failures else 0
 
 
-def _next(ended: queue.SimpleQueue[BaseException | None]) -> BaseException | None:
+def _next(ended: queue.SimpleQueue[BuildError | None]) -> BuildError | None:
     """The next finished build's error (None when it succeeded), waited for where Ctrl-C reaches."""
     while True:
         with contextlib.suppress(queue.Empty):

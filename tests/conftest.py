@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import faulthandler
 import os
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -118,6 +120,20 @@ def run():
         return run_program(program, **kwargs)
 
     return _run
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    """The hang guard (pytest-timeout, ``timeout`` in pyproject.toml) for the teardown after a failure
+    too: pytest-timeout stops its timer when a test fails (its ``pytest_exception_interact``, there
+    for pdb), so a control plane that never stops after a failed test would run out CI's 90 minutes.
+    Past the same time faulthandler prints every thread's stack and ends the worker, which
+    pytest-xdist reports as crashed on this test."""
+    faulthandler.dump_traceback_later(float(item.config.getini("timeout")), exit=True)
+    try:
+        return (yield)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -132,7 +132,11 @@ def test_an_interrupted_build_leaves_no_stamp_and_no_binary_and_ends_its_compile
             break
     time.sleep(1)  # Go is loading, compiling or linking by now
     build.send_signal(signal.SIGINT)  # what Ctrl-C sends
-    said = build.communicate(timeout=60)[1]  # a build that hangs on Ctrl-C fails here
+    try:
+        said = build.communicate(timeout=60)[1]  # a build that hangs on Ctrl-C fails here
+    except subprocess.TimeoutExpired:
+        build.kill()
+        raise
     assert build.returncode == 130, said
     assert (
         f"interrupted while building helm: no stamp written, no partial binary left in {cache / 'bin'}"
