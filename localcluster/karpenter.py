@@ -392,6 +392,14 @@ def nodeclaims(kube: Any, pool: str | None = None) -> list[Any]:
     return kube.resource({"apiVersion": nodepool.API, "kind": "NodeClaim"}).get(label_selector=selector).items
 
 
+def delete_nodeclaims(kube: Any, controller: Controller) -> None:
+    """Every NodeClaim deleted and gone (Karpenter ends each one's node first, its finalizer):
+    a scenario, or a session killed before its NodePools were removed, leaves none to the next."""
+    for claim in nodeclaims(kube):
+        kube.resource({"apiVersion": nodepool.API, "kind": "NodeClaim"}).delete(name=claim.metadata.name)
+    wait_until("the Karpenter nodes to go", lambda: not nodeclaims(kube), 120, controller)
+
+
 def uninstall(kube: Any, objects: list[dict[str, Any]], controller: Controller) -> None:
     """Delete the NodePools and overlays; Karpenter removes their nodes before it is stopped."""
     for manifest in reversed(objects):

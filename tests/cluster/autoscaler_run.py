@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from infra.tooling.offline import Run, load_project, platform_contract
+from infra.tooling.offline import PLATFORM_ROOT, Run, load_project, platform_contract, run_project
 from infra.workloads.placement import Placement
 from infra.workloads.podspec import place_pod_spec
 from localcluster import autoscaling
@@ -66,7 +66,8 @@ def scenario_namespace() -> str:
 def clear_left_behind(kube: Kube) -> None:
     """What a killed session's scenarios left on a control plane kept running, which every autoscaler
     after would see: their namespaces (pending pods) and the nodes the registrar made for moto's
-    instances (``aws:///`` provider IDs; the mirrored nodes have none)."""
+    instances (``aws:///`` provider IDs; the mirrored nodes have none); and the mirrored GPU nodes
+    ``pools_at_zero`` took away, put back as ``bin/local-cluster start`` made them."""
     left = re.compile(rf"{SCENARIOS}-\d+")
     for found in kube.core.list_namespace().items:
         if left.fullmatch(found.metadata.name) and found.status.phase == "Active":
@@ -74,6 +75,11 @@ def clear_left_behind(kube: Kube) -> None:
     for node in kube.nodes():
         if (node.spec.provider_id or "").startswith(PROVIDER_ID):
             kube.core.delete_node(node.metadata.name)
+    mirrored = node_manifests(run_project(PLATFORM_ROOT, "dev"))
+    for manifest in mirrored:
+        kube.create_node(manifest)  # one still there is left as it is
+    names = {m["metadata"]["name"] for m in mirrored}
+    wait_for("the mirrored nodes", lambda: names <= {n.metadata.name for n in kube.nodes() if settled(n)})
 
 
 def pod(name: str, gpus: int, pool: str | None = None, **resources: str) -> dict[str, Any]:

@@ -14,10 +14,11 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from infra.tooling.offline import PLATFORM_ROOT, Run, run_project
+from infra.workloads.placement import GPU_RESOURCE
 from localcluster import autoscaling, services
 from localcluster.cluster import HOST, ClusterError, free_port
 from localcluster.kube import Kube
-from localcluster.nodes import node_object
+from localcluster.nodes import node_manifests, node_object
 from localcluster.registrar import provider_id
 from tests.cluster.autoscaler_run import (
     INFERENCE,
@@ -113,13 +114,21 @@ def test_what_a_killed_session_left_on_a_kept_control_plane_is_cleared_before_th
     kube.apply(pod("left-pending", gpus=1, pool="inference"), left)
     capacity = {"cpu": "4", "memory": "16Gi", "pods": "110"}
     kube.create_node(node_object("left-node", {}, [], capacity, provider_id("z", "i-1")))
+    manifests = node_manifests(run_project(PLATFORM_ROOT, "dev"))
+    mirrored = {m["metadata"]["name"] for m in manifests}
+    # A mirrored GPU node, as pools_at_zero takes them away for a scenario.
+    taken = next(m["metadata"]["name"] for m in manifests if GPU_RESOURCE in m["status"]["capacity"])
+    kube.core.delete_node(taken)
     try:
         clear_left_behind(kube)
         assert kube.pods(left) == []
         assert kube.core.read_namespace(left).status.phase == "Terminating"
         assert kube.core.read_namespace(kept).status.phase == "Active"
-        assert "left-node" not in {n.metadata.name for n in kube.nodes()}
+        names = {n.metadata.name for n in kube.nodes()}
+        assert "left-node" not in names
+        assert mirrored <= names, sorted(mirrored - names)
     finally:
         kube.delete_namespace(kept, wait=False)
         with contextlib.suppress(ApiException):
             kube.core.delete_node("left-node")
+        kube.create_node(next(m for m in manifests if m["metadata"]["name"] == taken))

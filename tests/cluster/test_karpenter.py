@@ -57,6 +57,7 @@ def core(kube: Kube, platform: tuple[Any, Any]) -> Iterator[karpenter.Controller
     _, run = platform
     objects = karpenter.install(kube, run)
     controller = karpenter.start(kube, run, KUBECONFIG, RUN / "karpenter", (free_port(), free_port()))
+    karpenter.delete_nodeclaims(kube, controller)  # a killed session's, on a control plane kept running
     plugin = karpenter.DevicePlugin(kube, run)
     try:
         yield controller

@@ -34,7 +34,7 @@ from tests.cluster.autoscaler_run import (
 )
 from tests.cluster.test_karpenter import core  # noqa: F401  (fixture: Karpenter's core on this module's run)
 from tests.cluster.test_kueue import ADMIT_SECONDS, bound_pods, suspended, workload
-from tests.cluster.test_mixed_pools import NODE_GROUP_LABEL, PLACED_SECONDS, no_nodeclaims
+from tests.cluster.test_mixed_pools import NODE_GROUP_LABEL, PLACED_SECONDS
 
 QUOTAS = {"vision": {"training": {"nominalQuota": 2}, "burst": {"nominalQuota": 1}}}
 
@@ -63,7 +63,7 @@ def both(kube: Kube, platform: tuple[Any, Any], core: karpenter.Controller) -> I
     run = platform[1]
     with pools_at_zero(kube, run), scenario(kube, run, PLATFORM_ROOT, scenario_namespace()) as autoscaler:
         yield autoscaler
-    no_nodeclaims(kube, core)
+    karpenter.delete_nodeclaims(kube, core)
 
 
 @pytest.fixture

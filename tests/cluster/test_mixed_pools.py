@@ -36,17 +36,7 @@ from tests.cluster.test_karpenter import core, platform  # noqa: F401  (fixtures
 
 GPU_GROUPS = (INFERENCE, TRAINING)
 NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
-NODECLAIMS = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim"}
 PLACED_SECONDS = 180  # ten pods over several autoscaler loops, nodes registering, on a busy 2-core machine
-
-
-def no_nodeclaims(kube: Kube, core: karpenter.Controller) -> None:  # noqa: F811
-    """Every NodeClaim deleted and gone: the next scenario starts with no Karpenter node."""
-    for claim in karpenter.nodeclaims(kube):
-        kube.resource(NODECLAIMS).delete(name=claim.metadata.name)
-    karpenter.wait_until(
-        "the scenario's Karpenter nodes to go", lambda: not karpenter.nodeclaims(kube), 120, core
-    )
 
 
 @pytest.fixture
@@ -55,7 +45,7 @@ def namespace(kube: Kube, platform: tuple[Any, Any], core: karpenter.Controller)
     (``scenario``: the autoscaler, moto seeded from the same run, beside Karpenter's running core)."""
     with pools_at_zero(kube, platform[1]):
         yield scenario_namespace()
-    no_nodeclaims(kube, core)
+    karpenter.delete_nodeclaims(kube, core)
 
 
 def _pod(contract: Placement, name: str, pool: str | None = None, *, tolerations: Any = ()) -> dict[str, Any]:
