@@ -262,8 +262,10 @@ def _run_jobs(builder: Builder, jobs: list[list[Target]]) -> int:
                 failures.append(str(error))
                 say(str(error).removeprefix("localcluster/build: "))
     except KeyboardInterrupt:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not cut the clean-up short
+            signal.signal(sig, signal.SIG_IGN)
         names = ", ".join(builder.running) or "nothing"
-        builder.stop([t for t in threads if t.is_alive()])
+        builder.stop([t for t in threads if t.ident is not None])  # every thread that started
         say(
             f"interrupted while building {names}: no stamp written, no partial binary left in {builder.bin}; the next run builds it again"
         )

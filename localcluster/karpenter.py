@@ -11,6 +11,7 @@ class: kwok's instead of the EC2NodeClass (validated on its own against the AWS 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -19,6 +20,8 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from kubernetes.dynamic.exceptions import NotFoundError
 
 from infra.platform import nodepool
 from infra.platform.allocatable import allocatable
@@ -396,7 +399,8 @@ def delete_nodeclaims(kube: Any, controller: Controller) -> None:
     """Every NodeClaim deleted and gone (Karpenter ends each one's node first, its finalizer):
     a scenario, or a session killed before its NodePools were removed, leaves none to the next."""
     for claim in nodeclaims(kube):
-        kube.resource({"apiVersion": nodepool.API, "kind": "NodeClaim"}).delete(name=claim.metadata.name)
+        with contextlib.suppress(NotFoundError):  # Karpenter removed it meanwhile
+            kube.resource({"apiVersion": nodepool.API, "kind": "NodeClaim"}).delete(name=claim.metadata.name)
     wait_until("the Karpenter nodes to go", lambda: not nodeclaims(kube), 120, controller)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import sys
 from collections.abc import Generator
 from typing import Any
 
@@ -122,14 +123,32 @@ def run():
     return _run
 
 
+_STDERR: list[Any] = []
+"""A copy of the worker's stderr from before pytest captures it: where the teardown guard's stacks go
+(pytest points fd 2 at its capture file during a teardown, and that file dies with the worker)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _STDERR:
+        _STDERR.append(os.fdopen(os.dup(sys.stderr.fileno()), "w"))
+
+
+def _hang_seconds(config: pytest.Config) -> float:
+    """pytest-timeout's limit (``--timeout``, else ``timeout`` in pyproject.toml); 0 without the plugin."""
+    if not config.pluginmanager.has_plugin("timeout"):
+        return 0.0
+    return float(config.getoption("timeout") or config.getini("timeout") or 0)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
-    """The hang guard (pytest-timeout, ``timeout`` in pyproject.toml) for the teardown after a failure
-    too: pytest-timeout stops its timer when a test fails (its ``pytest_exception_interact``, there
-    for pdb), so a control plane that never stops after a failed test would run out CI's 90 minutes.
-    Past the same time faulthandler prints every thread's stack and ends the worker, which
-    pytest-xdist reports as crashed on this test."""
-    faulthandler.dump_traceback_later(float(item.config.getini("timeout")), exit=True)
+    """The hang guard (pytest-timeout) for the teardown after a failure too: pytest-timeout stops its
+    timer when a test fails (its ``pytest_exception_interact``, there for pdb), so a control plane that
+    never stops after a failed test would run out CI's 90 minutes. Past the same time faulthandler
+    prints every thread's stack and ends the worker, which pytest-xdist reports as crashed on this test."""
+    seconds = _hang_seconds(item.config)
+    if seconds > 0:
+        faulthandler.dump_traceback_later(seconds, exit=True, file=_STDERR[0])
     try:
         return (yield)
     finally:

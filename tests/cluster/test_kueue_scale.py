@@ -24,17 +24,10 @@ from localcluster import kueue_world as world
 from localcluster.autoscaling import Autoscaling
 from localcluster.kube import Kube
 from localcluster.kueue import Kueue, running, wait
-from tests.cluster.autoscaler_run import (
-    INFERENCE,
-    TRAINING,
-    hold,
-    pools_at_zero,
-    scenario,
-    scenario_namespace,
-)
+from tests.cluster.autoscaler_run import INFERENCE, TRAINING, hold, scenario
 from tests.cluster.test_karpenter import core  # noqa: F401  (fixture: Karpenter's core on this module's run)
 from tests.cluster.test_kueue import ADMIT_SECONDS, bound_pods, suspended, workload
-from tests.cluster.test_mixed_pools import NODE_GROUP_LABEL, PLACED_SECONDS
+from tests.cluster.test_mixed_pools import NODE_GROUP_LABEL, PLACED_SECONDS, namespace  # noqa: F401  (fixture)
 
 QUOTAS = {"vision": {"training": {"nominalQuota": 2}, "burst": {"nominalQuota": 1}}}
 
@@ -57,13 +50,12 @@ def queues(kube: Kube, platform: tuple[Any, Any]) -> Iterator[tuple[Kueue, Calla
 
 
 @pytest.fixture
-def both(kube: Kube, platform: tuple[Any, Any], core: karpenter.Controller) -> Iterator[Autoscaling]:  # noqa: F811
-    """The GPU pools at zero and the autoscaler (moto seeded from the same run) beside Karpenter's core;
-    after the scenario every NodeClaim goes, so the next one starts with no GPU node."""
-    run = platform[1]
-    with pools_at_zero(kube, run), scenario(kube, run, PLATFORM_ROOT, scenario_namespace()) as autoscaler:
+def both(kube: Kube, platform: tuple[Any, Any], namespace: str) -> Iterator[Autoscaling]:  # noqa: F811
+    """The autoscaler (moto seeded from the same run) beside Karpenter's core, started before the
+    scenario's Jobs (their pods come at Kueue's admission); the GPU pools at zero and no NodeClaim
+    left after it (``namespace``, the mixed-pool scenarios' fixture)."""
+    with scenario(kube, platform[1], PLATFORM_ROOT, namespace) as autoscaler:
         yield autoscaler
-    karpenter.delete_nodeclaims(kube, core)
 
 
 @pytest.fixture
@@ -75,9 +67,9 @@ def jobs(
     """The Job builder; after the scenario its Jobs and pods go while their nodes still exist."""
     yield queues[1]
     batch = client.BatchV1Api(kube.api)
-    for namespace in world.NAMESPACES.values():
-        batch.delete_collection_namespaced_job(namespace, propagation_policy="Background")
-        kube.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    for team in world.NAMESPACES.values():
+        batch.delete_collection_namespaced_job(team, propagation_policy="Background")
+        kube.core.delete_collection_namespaced_pod(team, grace_period_seconds=0)
     wait("the scenario's pods gone", lambda: not any(kube.pods(ns) for ns in world.NAMESPACES.values()), 60)
 
 
