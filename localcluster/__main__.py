@@ -15,18 +15,13 @@ from localcluster import cluster
 def add_nodes(stack: str = "dev") -> int:
     """Register the dev stack's mirrored nodes and wait until kwok reports them Ready."""
     from infra.tooling.offline import PLATFORM_ROOT, run_project
-    from localcluster.kube import Kube, settled, wait_for
+    from localcluster.kube import Kube
     from localcluster.nodes import node_manifests
 
     manifests = node_manifests(run_project(PLATFORM_ROOT, stack))
-    kube = Kube(cluster.KUBECONFIG)
-    for manifest in manifests:
-        kube.create_node(manifest)
-    names = {m["metadata"]["name"] for m in manifests}
-    wait_for(
-        f"nodes {sorted(names)} Ready and without the node lifecycle controller's taints",
-        lambda: names <= {n.metadata.name for n in kube.nodes() if settled(n)},
-        timeout=60,
+    names = sorted(m["metadata"]["name"] for m in manifests)
+    Kube(cluster.KUBECONFIG).register_nodes(
+        manifests, f"nodes {names} Ready and without the node lifecycle controller's taints"
     )
     return len(manifests)
 

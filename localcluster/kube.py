@@ -53,6 +53,15 @@ class Kube:
             if error.status != 409:
                 raise
 
+    def register_nodes(self, manifests: Iterable[Mapping[str, Any]], what: str, timeout: float = 60) -> None:
+        """Nodes as kubelets register them (one already there is left as it is), waited for until kwok
+        reports them Ready and the node lifecycle controller's taints are gone."""
+        names = set()
+        for manifest in manifests:
+            self.create_node(manifest)
+            names.add(manifest["metadata"]["name"])
+        wait_for(what, lambda: names <= {n.metadata.name for n in self.nodes() if settled(n)}, timeout)
+
     def namespace(self, name: str, pod_security: str | None = None, version: str | None = None) -> None:
         """A namespace, enforcing (and warning on) the Pod Security level given, at ``version`` (``v1.34``) if given.
 

@@ -6,7 +6,7 @@ import faulthandler
 import os
 import sys
 from collections.abc import Generator
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
@@ -123,14 +123,17 @@ def run():
     return _run
 
 
-_STDERR: list[Any] = []
-"""A copy of the worker's stderr from before pytest captures it: where the teardown guard's stacks go
+STDERR = pytest.StashKey[TextIO]()
+"""A copy of the process's stderr from before pytest captures it: where the teardown guard's stacks go
 (pytest points fd 2 at its capture file during a teardown, and that file dies with the worker)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not _STDERR:
-        _STDERR.append(os.fdopen(os.dup(sys.stderr.fileno()), "w"))
+    config.stash[STDERR] = os.fdopen(os.dup(sys.stderr.fileno()), "w")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    config.stash[STDERR].close()
 
 
 def _hang_seconds(config: pytest.Config) -> float:
@@ -148,7 +151,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     prints every thread's stack and ends the worker, which pytest-xdist reports as crashed on this test."""
     seconds = _hang_seconds(item.config)
     if seconds > 0:
-        faulthandler.dump_traceback_later(seconds, exit=True, file=_STDERR[0])
+        faulthandler.dump_traceback_later(seconds, exit=True, file=item.config.stash[STDERR])
     try:
         return (yield)
     finally:

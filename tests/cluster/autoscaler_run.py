@@ -15,7 +15,7 @@ from infra.workloads.placement import Placement
 from infra.workloads.podspec import place_pod_spec
 from localcluster import autoscaling
 from localcluster.autoscaling import Autoscaling
-from localcluster.kube import Kube, settled, wait_for
+from localcluster.kube import Kube, wait_for
 from localcluster.nodes import node_manifests
 from localcluster.registrar import PROVIDER_ID
 
@@ -43,13 +43,7 @@ def pools_at_zero(kube: Kube, dev: Run) -> Iterator[None]:
     try:
         yield
     finally:
-        for manifest in gpu:
-            kube.create_node(manifest)
-        names = {m["metadata"]["name"] for m in gpu}
-        wait_for(
-            "the mirrored GPU nodes back",
-            lambda: names <= {n.metadata.name for n in kube.nodes() if settled(n)},
-        )
+        kube.register_nodes(gpu, "the mirrored GPU nodes back")
 
 
 SCENARIOS = "autoscaling"
@@ -75,11 +69,7 @@ def clear_left_behind(kube: Kube) -> None:
     for node in kube.nodes():
         if (node.spec.provider_id or "").startswith(PROVIDER_ID):
             kube.core.delete_node(node.metadata.name)
-    mirrored = node_manifests(run_project(PLATFORM_ROOT, "dev"))
-    for manifest in mirrored:
-        kube.create_node(manifest)  # one still there is left as it is
-    names = {m["metadata"]["name"] for m in mirrored}
-    wait_for("the mirrored nodes", lambda: names <= {n.metadata.name for n in kube.nodes() if settled(n)})
+    kube.register_nodes(node_manifests(run_project(PLATFORM_ROOT, "dev")), "the mirrored nodes")
 
 
 def pod(name: str, gpus: int, pool: str | None = None, **resources: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from localcluster import autoscaling, services
 from localcluster.cluster import HOST, ClusterError, free_port
 from localcluster.kube import Kube
 from localcluster.nodes import node_manifests, node_object
-from localcluster.registrar import provider_id
+from localcluster.registrar import PROVIDER_ID, provider_id
 from tests.cluster.autoscaler_run import (
     INFERENCE,
     SCENARIOS,
@@ -101,7 +101,7 @@ def test_a_crashed_autoscaler_is_reported_by_name_and_its_log(kube: Kube, dev: R
         finally:
             kube.delete_namespace(NAMESPACE, wait=False)
     assert not services.alive(autoscaling.AUTOSCALER)
-    assert not [n for n in kube.nodes() if (n.spec.provider_id or "").startswith("aws:///")]
+    assert not [n for n in kube.nodes() if (n.spec.provider_id or "").startswith(PROVIDER_ID)]
 
 
 def test_what_a_killed_session_left_on_a_kept_control_plane_is_cleared_before_the_next(kube: Kube) -> None:
