@@ -206,19 +206,21 @@ GO_PROJECT = SDKS["go"].parents[1]
 def test_a_spec_field_of_the_wrong_type_does_not_compile_in_go_naming_its_line(tmp_path: Path) -> None:
     # spec is the Kubernetes Go SDK's DeploymentSpecArgs: the Go host compiles the program with
     # `go build` before it runs it, so nothing is registered. Offline: bin/setup downloaded the
-    # modules go.sum pins.
-    project = tmp_path / "inference-go"
-    shutil.copytree(GO_PROJECT, project, ignore=shutil.ignore_patterns("Pulumi.*.yaml"))
-    program = (project / "main.go").read_text()
+    # modules go.sum pins. The spoiled main.go is laid over the project's own (`go build -overlay`),
+    # so the SDK package compiles where it lives and Go's build cache keeps it between runs.
+    program = (GO_PROJECT / "main.go").read_text()
     right = "Replicas: pulumi.Int(replicas),"
     assert right in program
-    (project / "main.go").write_text(program.replace(right, 'Replicas: pulumi.String("two"),'))
+    spoiled = tmp_path / "main.go"
+    spoiled.write_text(program.replace(right, 'Replicas: pulumi.String("two"),'))
+    overlay = tmp_path / "overlay.json"
+    overlay.write_text(json.dumps({"Replace": {str(GO_PROJECT / "main.go"): str(spoiled)}}))
     line = program[: program.index(right)].count("\n") + 1
 
     env = {**os.environ, "GOFLAGS": "-mod=readonly", "GOPROXY": "off"}
     build = subprocess.run(
-        ["go", "build", "-o", os.devnull, "."],
-        cwd=project,
+        ["go", "build", f"-overlay={overlay}", "-o", os.devnull, "."],
+        cwd=GO_PROJECT,
         env=env,
         capture_output=True,
         text=True,
