@@ -96,7 +96,7 @@ def _tolerates_gpu_taint(pod: Mapping[str, Any], placement: Placement) -> bool:
 
 
 def gpu_workload_placement(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: every pod spec asking for GPUs, in any Kubernetes object, tolerates the GPU taint and selects GPU nodes."""
+    """Every pod spec asking for GPUs, in any Kubernetes object, tolerates the GPU taint and selects GPU nodes."""
     problems = []
     for path, pod in pod_specs_of(resource_type, props):
         if gpu_limit(pod) == 0:
@@ -115,7 +115,7 @@ def gpu_workload_placement(resource_type: str, props: Props, placement: Placemen
 
 
 def gpu_toleration_without_gpu(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Advisory: tolerating the GPU taint without asking for a GPU squats on GPU nodes (DaemonSets exempt)."""
+    """Tolerating the GPU taint without asking for a GPU squats on GPU nodes (DaemonSets exempt)."""
     if resource_type.rsplit(":", 1)[-1] in AGENT_KINDS:
         return []
     return [
@@ -127,7 +127,7 @@ def gpu_toleration_without_gpu(resource_type: str, props: Props, placement: Plac
 
 
 def helm_release_unseen(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Advisory: a Helm release's objects are not in its inputs, so no rule sees their pod specs."""
+    """A Helm release's objects are not in its inputs, so no rule sees their pod specs."""
     if resource_type != HELM_RELEASE_TYPE:
         return []
     return [
@@ -139,7 +139,7 @@ def helm_release_unseen(resource_type: str, props: Props, placement: Placement) 
 
 
 def gpus_beyond_a_sliced_pool(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: no container asking for more than one GPU may land on a time-sliced pool, whose
+    """No container asking for more than one GPU may land on a time-sliced pool, whose
     device plugin refuses it only after the autoscaler paid for a node. The why: docs/operations.md."""
     return [m for _, pod in pod_specs_of(resource_type, props) for m in _beyond_sliced(pod, placement)]
 
@@ -165,7 +165,7 @@ def _beyond_sliced(pod: Mapping[str, Any], placement: Placement) -> list[str]:
 
 
 def karpenter_pool_routing(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: with node-group and Karpenter pools, no GPU pod can land on both kinds (each would
+    """With node-group and Karpenter pools, no GPU pod can land on both kinds (each would
     launch a node for it, one idle and paid), and every GPU NodePool carries the provisioner taint."""
     if not placement.mixed:
         return []
@@ -194,7 +194,7 @@ def karpenter_pool_routing(resource_type: str, props: Props, placement: Placemen
 
 
 def gpu_node_group_contract(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: every GPU node group, and every Karpenter GPU NodePool, carries the contract's taint and
+    """Every GPU node group, and every Karpenter GPU NodePool, carries the contract's taint and
     label (a node group in the EKS spelling, a NodePool in Kubernetes')."""
     if resource_type == NODEPOOL and is_gpu_nodepool(props):
         (node_labels, node_taints, _), taint = nodepool_template(props), placement.node_taint()
@@ -213,12 +213,12 @@ def gpu_node_group_contract(resource_type: str, props: Props, placement: Placeme
 
 
 def node_group_settings(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: a node group's taints, labels, instance types and sizes as EKS takes them (NO_SCHEDULE, not NoSchedule)."""
+    """A node group's taints, labels, instance types and sizes as EKS takes them (NO_SCHEDULE, not NoSchedule)."""
     return problems(props) if resource_type == NODE_GROUP else []
 
 
 def workload_settings(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: every pod spec's nodeSelector, tolerations, node affinity and GPU requests as Kubernetes takes them."""
+    """Every pod spec's nodeSelector, tolerations, node affinity and GPU requests as Kubernetes takes them."""
     return pod_props.problems(props) if is_manifest_type(resource_type) else []
 
 
@@ -236,7 +236,7 @@ def _encrypts_secrets(encryption: Any) -> bool:
 
 
 def security_baseline(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Mandatory: IMDSv2 on launch templates; cluster secrets encryption and control-plane logs."""
+    """IMDSv2 on launch templates; cluster secrets encryption and control-plane logs."""
     if (
         resource_type == LAUNCH_TEMPLATE
         and (props.get("metadataOptions") or {}).get("httpTokens") != "required"
@@ -264,14 +264,14 @@ def _landing_messages(resources: Resources, placement: Placement, kind: str) -> 
 
 
 def gpu_agents_on_gpu_pools(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
-    """Mandatory: every agent meant for GPU nodes lands on every GPU pool and no other group.
+    """Every agent meant for GPU nodes lands on every GPU pool and no other group.
 
     Helm releases and add-ons are seen through their inputs and the chart models (decision 0040)."""
     return _landing_messages(resources, placement, "problems")
 
 
 def agent_placement_unknown(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
-    """Advisory: an agent whose placement cannot be determined offline, or a node agent missing a group."""
+    """An agent whose placement cannot be determined offline, or a node agent missing a group."""
     return _landing_messages(resources, placement, "advice")
 
 

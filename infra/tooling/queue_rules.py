@@ -51,7 +51,7 @@ def _jobs_labelled(resources: Resources, label: str) -> Iterator[tuple[str, Mapp
 
 
 def queued_job_declared_queue(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
-    """Mandatory: a Job labelled kueue.x-k8s.io/queue-name names a LocalQueue of its namespace that the stack
+    """A Job labelled kueue.x-k8s.io/queue-name names a LocalQueue of its namespace that the stack
     or its placement declares; else it waits, suspended, forever."""
     declared = {
         (str(_meta(p).get("namespace") or "default"), str(_meta(p).get("name")))
@@ -73,7 +73,7 @@ def queued_job_declared_queue(resources: Resources, placement: Placement) -> lis
 
 
 def cluster_queue_scoped(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
-    """Mandatory: every ClusterQueue has a namespaceSelector and names only ResourceFlavors the stack declares."""
+    """Every ClusterQueue has a namespaceSelector and names only ResourceFlavors the stack declares."""
     flavors = _named(resources, "ResourceFlavor")
     found = []
     for t, n, p in resources:
@@ -160,7 +160,7 @@ def _promised(resources: Resources, placement: Placement) -> Iterator[tuple[str,
 
 
 def flavor_quota_reachable(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
-    """Mandatory: the nominal GPU quota the ClusterQueues promise on a flavor does not exceed what its pool can
+    """The nominal GPU quota the ClusterQueues promise on a flavor does not exceed what its pool can
     reach (maxSize x GPUs per node x slices): Kueue would admit Jobs whose pods stay Pending."""
     return [
         (
@@ -175,7 +175,7 @@ def flavor_quota_reachable(resources: Resources, placement: Placement) -> list[t
 
 
 def priority_class_declared(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
-    """Mandatory: every kueue.x-k8s.io/priority-class a Job uses names a WorkloadPriorityClass the stack or its
+    """Every kueue.x-k8s.io/priority-class a Job uses names a WorkloadPriorityClass the stack or its
     platform declares, else Kueue cannot make its Workload and the Job stays suspended. Kueue's lookup:
     pkg/util/priority/priority.go."""
     declared = _named(resources, "WorkloadPriorityClass") | set(PRIORITY_CLASSES if placement.queues else ())
