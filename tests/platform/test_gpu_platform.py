@@ -10,7 +10,7 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 
-from infra.platform.iam import EC2_TRUST_POLICY, NODE_MANAGED_POLICIES
+from infra.platform.iam import NODE_MANAGED_POLICIES
 from infra.platform.instance_types import ARM_NVIDIA, ARM_SYSTEM
 from infra.tooling.offline import Run, run_project
 from infra.workloads.placement import DEFAULT_PLACEMENT
@@ -345,15 +345,26 @@ def test_instance_types_exist_in_ec2(dev: Run) -> None:
     assert set(ARM_NVIDIA) <= known and set(ARM_SYSTEM) <= known
 
 
-def test_node_role_has_only_the_node_policies(dev: Run) -> None:
+def test_node_role_is_for_ec2_alone_and_has_only_the_node_policies(dev: Run) -> None:
+    # Spelled out here, not read from infra/platform/iam.py: a wrong principal or a broader
+    # policy there must fail this test (pull-only ECR, not ReadOnly; no SSM, no admin).
     role = dev.one("aws:iam/role:Role", "gpu-platform-node")
-    assert json.loads(role.inputs["assumeRolePolicy"]) == EC2_TRUST_POLICY
+    assert json.loads(role.inputs["assumeRolePolicy"]) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
     attached = [
         r.inputs["policyArn"]
         for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
         if r.parent == role.urn
     ]
-    assert sorted(attached) == sorted(NODE_MANAGED_POLICIES)
+    assert sorted(attached) == [
+        "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
+        "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+        "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    ]
 
 
 def test_every_node_group_waits_for_the_node_roles_policy_attachments(dev: Run) -> None:
