@@ -213,12 +213,12 @@ def gpu_node_group_contract(resource_type: str, props: Props, placement: Placeme
 
 
 def node_group_settings(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """A node group's taints, labels, instance types and sizes as EKS takes them (NO_SCHEDULE, not NoSchedule)."""
+    """A node group's taints, labels, instance types and sizes are written as EKS takes them (NO_SCHEDULE, not NoSchedule)."""
     return problems(props) if resource_type == NODE_GROUP else []
 
 
 def workload_settings(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """Every pod spec's nodeSelector, tolerations, node affinity and GPU requests as Kubernetes takes them."""
+    """Every pod spec's nodeSelector, tolerations, node affinity and GPU requests are written as Kubernetes takes them."""
     return pod_props.problems(props) if is_manifest_type(resource_type) else []
 
 
@@ -236,7 +236,7 @@ def _encrypts_secrets(encryption: Any) -> bool:
 
 
 def security_baseline(resource_type: str, props: Props, placement: Placement) -> list[str]:
-    """IMDSv2 on launch templates; cluster secrets encryption and control-plane logs."""
+    """Launch templates require IMDSv2; clusters encrypt their secrets and send control-plane logs."""
     if (
         resource_type == LAUNCH_TEMPLATE
         and (props.get("metadataOptions") or {}).get("httpTokens") != "required"
@@ -271,7 +271,7 @@ def gpu_agents_on_gpu_pools(resources: Resources, placement: Placement) -> list[
 
 
 def agent_placement_unknown(resources: Resources, placement: Placement) -> list[tuple[str, str]]:
-    """An agent whose placement cannot be determined offline, or a node agent missing a group."""
+    """Every agent's placement can be determined offline, and every node agent reaches every group it is meant for."""
     return _landing_messages(resources, placement, "advice")
 
 

@@ -217,7 +217,9 @@ def test_a_spec_field_of_the_wrong_type_does_not_compile_in_go_naming_its_line(t
     overlay.write_text(json.dumps({"Replace": {str(GO_PROJECT / "main.go"): str(spoiled)}}))
     line = program[: program.index(right)].count("\n") + 1
 
-    env = {**os.environ, "GOFLAGS": "-mod=readonly", "GOPROXY": "off"}
+    # -buildvcs=false: the build runs in the checkout, where Go would otherwise stamp git's status
+    # (GOFLAGS here replaces any go env file's).
+    env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false", "GOPROXY": "off"}
     build = subprocess.run(
         ["go", "build", f"-overlay={overlay}", "-o", os.devnull, "."],
         cwd=GO_PROJECT,

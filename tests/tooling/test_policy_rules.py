@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import runpy
 from pathlib import Path
 from types import SimpleNamespace
@@ -540,3 +541,11 @@ def test_a_two_gpu_container_that_can_land_on_a_time_sliced_pool_is_flagged_nami
     assert ("gpus-beyond-a-sliced-pool", "mandatory") in {
         (v.rule, v.level) for v in check([(deployment, "raw", _deployment(two))], contract)
     }
+
+
+def test_each_description_is_one_sentence_and_names_no_level() -> None:
+    # printed above each violation; the CLI prints the violation's level beside it, as the user's
+    # --policy-pack-config sets it, so a level in the description could contradict it
+    for spec in RULES:
+        assert spec.description.endswith(".") and spec.description.count(". ") == 0, spec.name
+        assert not re.search(r"\b(mandatory|advisory|disabled)\b", spec.description, re.I), spec.description
