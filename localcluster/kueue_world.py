@@ -109,7 +109,13 @@ def job(
         "spec": {
             "parallelism": 1,
             "completions": 1,
-            "backoffLimit": 0,
+            # One retry, as a user's Job would have (Kubernetes' default is six): kube-controller-manager's
+            # taint eviction can read a new Karpenter node from a cache older than the scheduler's, still
+            # with karpenter.sh/unregistered:NoExecute, and evict the pod the scheduler has just bound
+            # there (seen on a loaded machine; Karpenter removes that taint as it registers the node).
+            # Kueue's own evictions suspend the Job and count no failure. (A podFailurePolicy ignoring
+            # DisruptionTarget would wait for a deleted pod's terminal phase, which kwok never sets.)
+            "backoffLimit": 1,
             "template": {"metadata": {"annotations": {HOLD_ANNOTATION: hold}}, "spec": spec},
         },
     }
