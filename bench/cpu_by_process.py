@@ -7,9 +7,12 @@ Runs the command and, every ``--every`` seconds, reads the CPU time (user + syst
 of each process descended from it, so other work on the machine is not counted. Prints the CPU
 seconds per program (its command name; Python split by what it runs: a pytest worker, moto, a
 Pulumi program or provider) and the share of the total, as a Markdown table for docs/benchmarks.md.
-A process that ends between two samples loses at most its last interval: short-lived ones (a
-``helm template``, a compiler pass) are undercounted, so the table's total is below the rusage
-figure ``/usr/bin/time`` gives for the same run. Numbers to report, never a test.
+A process stays counted once seen, also after its parent exits and it is re-parented (the control
+planes and services that ``localcluster start`` leaves running: ``/usr/bin/time`` and rusage never see
+their CPU, as they are not waited for). A process that ends between two samples loses at most its last
+interval: short-lived ones (a ``helm template``, a compiler pass) are undercounted. Also prints how busy
+the whole machine was (``/proc/stat``), which says whether a run is bound by its cores. Numbers to
+report, never a test.
 """
 
 from __future__ import annotations
@@ -53,22 +56,29 @@ def _program(pid: str) -> str:
     return comm
 
 
-def _descendants(root: int, parents: dict[int, int]) -> set[int]:
-    ours, changed = {root}, True
+def _descendants(ours: set[int], parents: dict[int, int]) -> set[int]:
+    changed = True
     while changed:
         grown = {pid for pid, parent in parents.items() if parent in ours}
         changed = not grown <= ours
-        ours |= grown
+        ours = ours | grown
     return ours
 
 
 def sample(root: int, seen: dict[int, tuple[str, float]]) -> None:
-    """Record each descendant's latest CPU seconds (and its program, named once)."""
+    """Record the latest CPU seconds of each descendant, and of every process seen as one before (its
+    program named once)."""
     stats = {int(pid): stat for pid in os.listdir("/proc") if pid.isdigit() and (stat := _stat(pid))}
-    for pid in _descendants(root, {pid: stat[0] for pid, stat in stats.items()}):
+    for pid in _descendants({root, *seen}, {pid: stat[0] for pid, stat in stats.items()}):
         if pid in stats:
             program = seen[pid][0] if pid in seen else _program(str(pid))
             seen[pid] = (program, stats[pid][1])
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, all) CPU ticks of the whole machine since boot, from /proc/stat's first line."""
+    ticks = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)  # idle and iowait are not busy
 
 
 def main() -> None:
@@ -78,17 +88,20 @@ def main() -> None:
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     seen: dict[int, tuple[str, float]] = {}
-    start = time.monotonic()
+    start, (busy, ticks) = time.monotonic(), machine_ticks()
     child = subprocess.Popen(command)
     while child.poll() is None:
         sample(child.pid, seen)
         time.sleep(args.every)
-    wall = time.monotonic() - start
+    wall, (busy_end, ticks_end) = time.monotonic() - start, machine_ticks()
     totals: dict[str, float] = defaultdict(float)
     for program, seconds in seen.values():
         totals[program] += seconds
     total = sum(totals.values())
-    print(f"\nwall {wall:.0f} s, sampled CPU {total:.0f} s, exit {child.returncode}\n")
+    machine = (busy_end - busy) / (ticks_end - ticks)
+    print(
+        f"\nwall {wall:.0f} s, sampled CPU {total:.0f} s, the machine {machine:.0%} busy, exit {child.returncode}\n"
+    )
     print("| program | CPU s | share |\n|---|---|---|")
     for program, seconds in sorted(totals.items(), key=lambda item: -item[1])[:25]:
         print(f"| {program} | {seconds:.0f} | {seconds / total:.0%} |")
