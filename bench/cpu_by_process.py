@@ -35,14 +35,15 @@ PYTHON_ROLES = (
 )
 
 
-def _stat(pid: str) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds) of ``pid``, or None once it is gone."""
+def _stat(pid: str) -> tuple[int, float, int] | None:
+    """(parent pid, CPU seconds, start time) of ``pid``, or None once it is gone. The start time tells
+    a process from a later one given the same pid."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = text[text.rindex(")") + 2 :].split()
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS, int(fields[19])
 
 
 def _program(pid: str) -> str:
@@ -65,20 +66,28 @@ def _descendants(ours: set[int], parents: dict[int, int]) -> set[int]:
     return ours
 
 
-def sample(root: int, seen: dict[int, tuple[str, float]]) -> None:
+Seen = dict[tuple[int, int], tuple[str, float]]
+"""(pid, start time) -> (program, its latest CPU seconds)."""
+
+
+def sample(root: int, seen: Seen) -> None:
     """Record the latest CPU seconds of each descendant, and of every process seen as one before (its
     program named once)."""
     stats = {int(pid): stat for pid in os.listdir("/proc") if pid.isdigit() and (stat := _stat(pid))}
-    for pid in _descendants({root, *seen}, {pid: stat[0] for pid, stat in stats.items()}):
+    alive = {pid for pid, start in seen if pid in stats and stats[pid][2] == start}
+    for pid in _descendants({root, *alive}, {pid: stat[0] for pid, stat in stats.items()}):
         if pid in stats:
-            program = seen[pid][0] if pid in seen else _program(str(pid))
-            seen[pid] = (program, stats[pid][1])
+            key = (pid, stats[pid][2])
+            program = seen[key][0] if key in seen else _program(str(pid))
+            seen[key] = (program, stats[pid][1])
 
 
 def machine_ticks() -> tuple[int, int]:
     """(busy, all) CPU ticks of the whole machine since boot, from /proc/stat's first line."""
-    ticks = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)  # idle and iowait are not busy
+    # user nice system idle iowait irq softirq steal (guest time is inside user and nice already);
+    # steal counts as busy: the run could not have those ticks either
+    ticks = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
 
 
 def main() -> None:
@@ -87,24 +96,25 @@ def main() -> None:
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    seen: dict[int, tuple[str, float]] = {}
+    seen: Seen = {}
     start, (busy, ticks) = time.monotonic(), machine_ticks()
     child = subprocess.Popen(command)
     while child.poll() is None:
         sample(child.pid, seen)
         time.sleep(args.every)
+    sample(child.pid, seen)  # what re-parented processes still running have used by now
     wall, (busy_end, ticks_end) = time.monotonic() - start, machine_ticks()
     totals: dict[str, float] = defaultdict(float)
     for program, seconds in seen.values():
         totals[program] += seconds
     total = sum(totals.values())
-    machine = (busy_end - busy) / (ticks_end - ticks)
+    machine = (busy_end - busy) / max(ticks_end - ticks, 1)
     print(
         f"\nwall {wall:.0f} s, sampled CPU {total:.0f} s, the machine {machine:.0%} busy, exit {child.returncode}\n"
     )
     print("| program | CPU s | share |\n|---|---|---|")
     for program, seconds in sorted(totals.items(), key=lambda item: -item[1])[:25]:
-        print(f"| {program} | {seconds:.0f} | {seconds / total:.0%} |")
+        print(f"| {program} | {seconds:.0f} | {seconds / max(total, 1e-9):.0%} |")
 
 
 if __name__ == "__main__":
