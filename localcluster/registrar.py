@@ -4,7 +4,7 @@ A real instance of a managed node group boots the AL2023 AMI, whose nodeadm regi
 ``providerID aws:///<zone>/<instance-id>`` and the node group's labels and taints; the device
 plugin then advertises ``nvidia.com/gpu`` per the pool's sharing, seconds after the node registered
 (its DaemonSet pod must start first). Here a thread polls moto's
-Auto Scaling groups and registers each new instance as a kwok node with what
+Auto Scaling instances and registers each new instance as a kwok node with what
 ``localcluster/nodes.py`` derives from the platform's registrations, and deletes the node of an
 instance that is gone (what the cloud node lifecycle controller does on EKS). Each node registers
 without ``nvidia.com/gpu`` and gets it :data:`DEVICE_PLUGIN_START_SECONDS` later, as a real one
@@ -77,14 +77,14 @@ class Registrar:
             raise RuntimeError(f"registering instances as nodes failed: {self.error!r}") from self.error
 
     def sync(self) -> None:
-        groups = self.client("autoscaling").describe_auto_scaling_groups(
-            AutoScalingGroupNames=list(self.watched)
-        )
+        # DescribeAutoScalingInstances, not DescribeAutoScalingGroups: the instances are all a sync
+        # reads, and serializing whole groups made these polls most of moto's CPU.
+        pages = self.client("autoscaling").get_paginator("describe_auto_scaling_instances").paginate()
         live: dict[str, tuple[dict[str, Any], str]] = {}
-        for group in groups["AutoScalingGroups"]:
-            for instance in group["Instances"]:
-                if instance["LifecycleState"] in LIVE_STATES:
-                    live[instance["InstanceId"]] = (instance, group["AutoScalingGroupName"])
+        for instance in (i for page in pages for i in page["AutoScalingInstances"]):
+            asg = instance["AutoScalingGroupName"]
+            if asg in self.watched and instance["LifecycleState"] in LIVE_STATES:
+                live[instance["InstanceId"]] = (instance, asg)
         for instance_id, (instance, asg) in live.items():
             if instance_id not in self.nodes:
                 self._register(instance, *self.watched[asg])

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from functools import partial
 from types import SimpleNamespace
 from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
 
 from localcluster import registrar
 from localcluster.aws_seed import SeededGroup
@@ -29,23 +35,41 @@ class _Core:
         self.patched.append((name, body))
 
 
-def _aws(service: str) -> Any:
-    instance = {"InstanceId": "i-1", "LifecycleState": "InService", "AvailabilityZone": "us-west-2a"}
-    groups = {"AutoScalingGroups": [{"AutoScalingGroupName": "asg", "Instances": [instance]}]}
-    described = {
-        "Reservations": [{"Instances": [{"PrivateDnsName": "ip-10-0-0-1", "InstanceType": "g5g.xlarge"}]}]
-    }
-    return SimpleNamespace(
-        describe_auto_scaling_groups=lambda **_: groups, describe_instances=lambda **_: described
+REGION = "us-west-2"
+
+
+@pytest.fixture
+def aws() -> Iterator[Any]:
+    """moto's AWS in this process, with a launch template for the groups."""
+    with mock_aws():
+        boto3.client("ec2", region_name=REGION).create_launch_template(
+            LaunchTemplateName="gpu", LaunchTemplateData={"ImageId": "ami-12c6146b"}
+        )
+        yield partial(boto3.client, region_name=REGION)
+
+
+def _group(aws: Any, name: str, size: int) -> None:
+    aws("autoscaling").create_auto_scaling_group(
+        AutoScalingGroupName=name,
+        MinSize=0,
+        MaxSize=4,
+        DesiredCapacity=size,
+        AvailabilityZones=[f"{REGION}a"],
+        LaunchTemplate={"LaunchTemplateName": "gpu", "Version": "$Latest"},
     )
 
 
-def test_a_new_gpu_node_registers_without_gpus_and_the_plugin_advertises_them_later(monkeypatch) -> None:
-    core = _Core()
+def _registrar(aws: Any, core: _Core) -> registrar.Registrar:
     kube = SimpleNamespace(core=core, create_node=core.created.append)
-    run = registrar.Registrar(
-        kube, _aws, {"p": SeededGroup("gpu-inference", "gpu-inference-1", "asg")}, {"p": POOL}
+    return registrar.Registrar(
+        kube, aws, {"p": SeededGroup("gpu-inference", "gpu-inference-1", "asg")}, {"p": POOL}
     )
+
+
+def test_a_new_gpu_node_registers_without_gpus_and_the_plugin_advertises_them_later(aws, monkeypatch) -> None:
+    _group(aws, "asg", 1)
+    core = _Core()
+    run = _registrar(aws, core)
     clock = [100.0]
     monkeypatch.setattr(registrar.time, "monotonic", lambda: clock[0])
     run.sync()
@@ -59,6 +83,18 @@ def test_a_new_gpu_node_registers_without_gpus_and_the_plugin_advertises_them_la
     clock[0] += 0.2
     run.sync()
     gpus = {"nvidia.com/gpu": "4"}
-    assert core.patched == [("ip-10-0-0-1", {"status": {"capacity": gpus, "allocatable": gpus}})]
+    assert core.patched == [(node["metadata"]["name"], {"status": {"capacity": gpus, "allocatable": gpus}})]
     run.sync()
     assert len(core.patched) == 1
+
+
+def test_only_the_watched_groups_instances_become_nodes(aws) -> None:
+    _group(aws, "asg", 1)
+    _group(aws, "system-asg", 2)  # the system group's nodes are the mirrored ones
+    core = _Core()
+    _registrar(aws, core).sync()
+    (node,) = core.created
+    (instance,) = aws("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=["asg"])[
+        "AutoScalingGroups"
+    ][0]["Instances"]
+    assert node["spec"]["providerID"] == registrar.provider_id(f"{REGION}a", instance["InstanceId"])
