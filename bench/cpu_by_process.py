@@ -28,6 +28,7 @@ TICKS = os.sysconf("SC_CLK_TCK")
 PYTHON_ROLES = (
     ("xdist", "pytest worker"),
     ("pytest", "pytest"),
+    ("moto_server.py", "moto"),
     ("moto.server", "moto"),
     ("pulumi-resource-eks-gpu", "eks-gpu provider (python)"),
     ("pulumi-analyzer", "policy pack (python)"),

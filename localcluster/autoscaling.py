@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -59,10 +61,18 @@ def autoscaler_values(run: Run) -> dict[str, Any]:
     return releases[0].inputs["values"]
 
 
+@cache
 def boto3_client(endpoint: str, region: str, service: str) -> Any:
+    """One client per endpoint, region and service, kept: making one costs about 10 ms of CPU, and
+    the registrar and the tests' waits ask several times a second. Clients are thread-safe; boto3's
+    default session, which makes them, is not, hence the lock."""
     import boto3
 
-    return boto3.client(service, endpoint_url=endpoint, region_name=region, **_boto3_credentials())
+    with _CLIENTS_LOCK:
+        return boto3.client(service, endpoint_url=endpoint, region_name=region, **_boto3_credentials())
+
+
+_CLIENTS_LOCK = threading.Lock()
 
 
 def _boto3_credentials() -> dict[str, str]:
@@ -73,12 +83,13 @@ def _boto3_credentials() -> dict[str, str]:
 
 
 def start_moto(port: int | None = None, name: str = MOTO) -> str:
-    """moto's server on loopback (``port`` or a free one) as service ``name``; returns its endpoint."""
+    """moto's server on loopback (``port`` or a free one) as service ``name``; returns its endpoint.
+    It answers EC2's instance-type catalogue from memory after the first request (``moto_server``)."""
     port = port or free_port()
     endpoint = f"http://{HOST}:{port}"
     services.start(
         name,
-        [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)],
+        [sys.executable, str(Path(__file__).with_name("moto_server.py")), HOST, str(port)],
         ready=lambda: _get(f"{endpoint}/moto-api/", tls=False) == 200,
     )
     return endpoint
