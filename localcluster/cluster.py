@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import shutil
 import socket
 import ssl
@@ -49,9 +50,31 @@ class Ports:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    """A loopback port free now, below the kernel's ephemeral range. ``bind(0)`` would pick one inside
+    it, where every new outgoing connection of the run takes its local port: one could take it between
+    this pick and the service's own bind ("address already in use", seen under load)."""
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(PORTS_FROM, low)
+        with socket.socket() as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+            return port
+    raise ClusterError(f"no free loopback port between {PORTS_FROM} and {low}")
+
+
+PORTS_FROM = 10000  # above the ports other development servers usually take
+EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux's default 32768; 49152 elsewhere)."""
+    try:
+        return int(EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _pki(name: str) -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import socket
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -36,6 +35,7 @@ import yaml
 from infra.platform.kueue_objects import API_VERSION
 from infra.tooling.pinned_chart import render
 from localcluster import services
+from localcluster.cluster import free_port
 from localcluster.gomod import BIN, module_dir, pinned_version
 from localcluster.processes import RUN, ClusterError
 
@@ -187,12 +187,6 @@ def cluster_objects(objects: list[dict[str, Any]], webhook_port: int) -> list[di
     return kept
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
 class SecretVolume:
     """What the kubelet does for the chart's pod: the webhook Secret's keys as files in ``folder``, kept in
     step with the Secret. Kueue's cert-controller writes the certificates to the Secret and waits for
@@ -252,9 +246,9 @@ class Kueue:
         self.kube, self.workdir, self.values = kube, workdir, dict(values)
         self.objects = rendered(values)
         self.ports = {
-            "health": _free_port(),
-            "metrics": _free_port(),
-            "webhook": webhook_port or _free_port(),
+            "health": free_port(),
+            "metrics": free_port(),
+            "webhook": webhook_port or free_port(),
         }
         config = local_configuration(configuration(self.objects), self.ports, workdir / "certs")
         workdir.mkdir(parents=True, exist_ok=True)

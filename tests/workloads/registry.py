@@ -24,7 +24,6 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tarfile
 import tempfile
@@ -36,18 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localcluster.cluster import free_port
+
 REGISTRY_BINARY = "/usr/bin/docker-registry"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 TIMEOUT = 10.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _b64url(data: bytes) -> str:
