@@ -27,6 +27,7 @@ from pathlib import Path
 TICKS = os.sysconf("SC_CLK_TCK")
 PYTHON_ROLES = (
     ("xdist", "pytest worker"),
+    ("exec(eval(sys.stdin.readline()))", "pytest worker"),  # execnet's gateway: how xdist starts one
     ("pytest", "pytest"),
     ("moto_server.py", "moto"),
     ("moto.server", "moto"),
