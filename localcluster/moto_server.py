@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -71,7 +72,8 @@ class ConstantAnswers:
 
 
 def main(host: str, port: int) -> None:
-    os.environ.setdefault("MOTO_PORT", str(port))  # as moto.server's main sets it
+    os.environ.setdefault("MOTO_PORT", str(port))  # as moto.server's main sets it, and its exit on
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # SIGTERM (what's printed is flushed)
     app = DomainDispatcherApplication(create_backend_app)
     run_simple(host, port, ConstantAnswers(app), threaded=True, request_handler=MotoRequestHandler)
 

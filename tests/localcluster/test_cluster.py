@@ -23,3 +23,10 @@ def test_a_port_in_use_is_never_given(monkeypatch) -> None:
         picks = iter([used, used, free])
         monkeypatch.setattr(cluster.random, "randrange", lambda *_: next(picks))
         assert cluster.free_port() == free
+
+
+def test_a_low_ephemeral_range_falls_back_to_the_kernel_s_pick(monkeypatch) -> None:
+    monkeypatch.setattr(cluster, "_ephemeral_low", lambda: 1024)  # ip_local_port_range "1024 65535"
+    port = cluster.free_port()
+    with socket.socket() as s:
+        s.bind((cluster.HOST, port))

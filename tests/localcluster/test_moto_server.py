@@ -71,3 +71,13 @@ def test_every_other_request_reaches_moto(moto: _Counted) -> None:
         answer[1]["RunInstancesResponse"]["instancesSet"]["item"]["instanceId"] for answer in (first, second)
     ]
     assert ids[0] != ids[1]
+
+
+def test_each_request_and_region_has_its_own_answer(moto: _Counted) -> None:
+    app, before = ConstantAnswers(moto), moto.calls
+    other = TYPES.replace("g5g.2xlarge", "g4dn.xlarge")
+    assert _types(_post(app, TYPES)[1]) == ["g5g.2xlarge", "g5g.xlarge"]
+    assert _types(_post(app, other)[1]) == ["g4dn.xlarge", "g5g.xlarge"]
+    elsewhere = {**HEADERS, "Authorization": HEADERS["Authorization"].replace("us-west-2", "eu-west-1")}
+    assert Client(app).post("/", data=TYPES, headers=elsewhere).status_code == 200
+    assert moto.calls == before + 3

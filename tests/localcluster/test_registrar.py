@@ -30,6 +30,10 @@ class _Core:
     def __init__(self) -> None:
         self.created: list[dict[str, Any]] = []
         self.patched: list[tuple[str, dict[str, Any]]] = []
+        self.deleted: list[str] = []
+
+    def delete_node(self, name: str) -> None:
+        self.deleted.append(name)
 
     def patch_node_status(self, name: str, body: dict[str, Any]) -> None:
         self.patched.append((name, body))
@@ -98,3 +102,17 @@ def test_only_the_watched_groups_instances_become_nodes(aws) -> None:
         "AutoScalingGroups"
     ][0]["Instances"]
     assert node["spec"]["providerID"] == registrar.provider_id(f"{REGION}a", instance["InstanceId"])
+
+
+def test_a_terminated_instance_s_node_is_deleted(aws) -> None:
+    _group(aws, "asg", 1)
+    core = _Core()
+    run = _registrar(aws, core)
+    run.sync()
+    (node,) = core.created
+    (instance,) = aws("autoscaling").describe_auto_scaling_instances()["AutoScalingInstances"]
+    aws("autoscaling").terminate_instance_in_auto_scaling_group(
+        InstanceId=instance["InstanceId"], ShouldDecrementDesiredCapacity=True
+    )
+    run.sync()
+    assert core.deleted == [node["metadata"]["name"]]
