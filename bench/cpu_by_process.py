@@ -29,7 +29,7 @@ PYTHON_ROLES = (
     ("xdist", "pytest worker"),
     ("exec(eval(sys.stdin.readline()))", "pytest worker"),  # execnet's gateway: how xdist starts one
     ("pytest", "pytest"),
-    ("moto_server.py", "moto"),
+    ("moto_server", "moto"),
     ("moto.server", "moto"),
     ("pulumi-resource-eks-gpu", "eks-gpu provider (python)"),
     ("pulumi-analyzer", "policy pack (python)"),

@@ -22,13 +22,13 @@ moto ends with the control plane.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, partial
-from pathlib import Path
 from typing import Any
 
 import requests
@@ -37,7 +37,7 @@ from kubernetes.client.rest import ApiException
 from infra.tooling.offline import Run
 from localcluster import chart_args, services
 from localcluster.aws_seed import SeededGroup, seed
-from localcluster.cluster import BIN, HOST, KUBECONFIG, RUN, ClusterError, _get, free_port
+from localcluster.cluster import BIN, HOST, KUBECONFIG, ROOT, RUN, ClusterError, _get, free_port
 from localcluster.kube import Kube
 from localcluster.nodes import NODE_GROUP, RELEASE, mirror
 from localcluster.registrar import Registrar
@@ -89,8 +89,9 @@ def start_moto(port: int | None = None, name: str = MOTO) -> str:
     endpoint = f"http://{HOST}:{port}"
     services.start(
         name,
-        [sys.executable, str(Path(__file__).with_name("moto_server.py")), HOST, str(port)],
+        [sys.executable, "-m", "localcluster.moto_server", HOST, str(port)],
         ready=lambda: _get(f"{endpoint}/moto-api/", tls=False) == 200,
+        env={"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
     )
     return endpoint
 

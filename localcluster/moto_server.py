@@ -6,7 +6,7 @@ page), and the Cluster Autoscaler lists them all at each start (``aws_util.go``
 constant table, which ``/moto-api/reset`` does not change, so a request it has answered once gets
 the same bytes again. Every other request reaches moto as ``python -m moto.server`` would pass it.
 
-Run as ``python moto_server.py HOST PORT`` (by path: it imports nothing of this project).
+Run as ``python -m localcluster.moto_server HOST PORT`` with the checkout on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
